@@ -1,0 +1,93 @@
+#include "apps/training/cli.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "core/error.h"
+
+namespace tunecnn {
+
+CommandLine::CommandLine(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+void CommandLine::option(const std::string& name, const std::string& default_value,
+                         const std::string& help) {
+  order_.push_back(name);
+  specs_[name] = Spec{default_value, help, false};
+}
+
+void CommandLine::flag(const std::string& name, const std::string& help) {
+  order_.push_back(name);
+  specs_[name] = Spec{"", help, true};
+}
+
+bool CommandLine::parse(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << help();
+      return false;
+    }
+    TUNECNN_CHECK(arg.rfind("--", 0) == 0, program_, ": unexpected argument '", arg,
+                  "' (options start with --; see --help)");
+    std::string name = arg.substr(2), value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto spec = specs_.find(name);
+    TUNECNN_CHECK(spec != specs_.end(), program_, ": unknown option --", name, " (see --help)");
+    if (spec->second.is_flag) {
+      values_[name] = "1";
+      continue;
+    }
+    if (value.empty()) {
+      TUNECNN_CHECK(i + 1 < argc, program_, ": option --", name, " needs a value");
+      value = argv[++i];
+    }
+    values_[name] = value;
+  }
+  return true;
+}
+
+std::string CommandLine::get(const std::string& name) const {
+  auto spec = specs_.find(name);
+  TUNECNN_CHECK(spec != specs_.end(), program_, ": option --", name, " was never declared");
+  auto value = values_.find(name);
+  return value != values_.end() ? value->second : spec->second.default_value;
+}
+
+int CommandLine::get_int(const std::string& name) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  TUNECNN_CHECK(!text.empty() && *end == '\0', program_, ": --", name, " expects a whole number, got '",
+                text, "'");
+  return static_cast<int>(value);
+}
+
+double CommandLine::get_double(const std::string& name) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  TUNECNN_CHECK(!text.empty() && *end == '\0', program_, ": --", name, " expects a number, got '",
+                text, "'");
+  return value;
+}
+
+bool CommandLine::has(const std::string& name) const { return !get(name).empty(); }
+
+std::string CommandLine::help() const {
+  std::string out = "usage: " + program_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
+  for (const std::string& name : order_) {
+    const Spec& spec = specs_.at(name);
+    std::string left = "  --" + name + (spec.is_flag ? "" : " VALUE");
+    left.resize(std::max<std::size_t>(left.size() + 2, 26), ' ');
+    out += left + spec.help;
+    if (!spec.is_flag && !spec.default_value.empty()) out += " (default: " + spec.default_value + ")";
+    out += "\n";
+  }
+  return out + "  --help                  this text\n";
+}
+
+}  // namespace tunecnn

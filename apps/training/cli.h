@@ -1,0 +1,37 @@
+#pragma once
+// A small command-line parser shared by the apps: --name value and --flag options, each with a
+// help line, so every app prints a clear --help and names the option it cannot parse.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tunecnn {
+
+class CommandLine {
+ public:
+  CommandLine(std::string program, std::string summary);
+  // Declares an option taking a value, with its default ("" for none) and help text.
+  void option(const std::string& name, const std::string& default_value, const std::string& help);
+  void flag(const std::string& name, const std::string& help);
+  // Parses argv; returns false when --help was asked (help is then printed to stdout).
+  // Throws Error on an unknown option or a missing value.
+  bool parse(int argc, const char* const* argv);
+
+  std::string get(const std::string& name) const;
+  int get_int(const std::string& name) const;
+  double get_double(const std::string& name) const;
+  bool has(const std::string& name) const;  // a flag was given, or a value option is non-empty
+  std::string help() const;
+
+ private:
+  struct Spec {
+    std::string default_value, help;
+    bool is_flag = false;
+  };
+  std::string program_, summary_;
+  std::vector<std::string> order_;
+  std::map<std::string, Spec> specs_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace tunecnn

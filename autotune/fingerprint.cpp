@@ -1,0 +1,71 @@
+#include "autotune/fingerprint.h"
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/threading.h"
+
+namespace tunecnn {
+namespace {
+
+// The ISA extensions that matter to our kernels and to OpenBLAS's kernel choice.
+const std::vector<std::string> kInterestingFlags = {"sse4_2", "avx",      "avx2",     "fma",
+                                                   "f16c",   "avx512f",  "avx512bw", "avx512vl",
+                                                   "avx512_vnni", "amx_tile", "neon", "asimd"};
+
+std::string cpuinfo_field(const std::string& field) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "";
+}
+
+std::vector<std::string> present_flags() {
+  std::istringstream words(cpuinfo_field("flags") + " " + cpuinfo_field("Features"));
+  std::set<std::string> flags;
+  for (std::string w; words >> w;) flags.insert(w);
+  std::vector<std::string> present;
+  for (const std::string& flag : kInterestingFlags)
+    if (flags.count(flag)) present.push_back(flag);
+  return present;
+}
+
+long cache_bytes(int name) {
+  const long value = sysconf(name);
+  return value > 0 ? value : 0;
+}
+
+}  // namespace
+
+CpuFingerprint cpu_fingerprint() {
+  CpuFingerprint fp;
+  fp.model = cpuinfo_field("model name");
+  if (fp.model.empty()) fp.model = "unknown CPU";
+  fp.isa = present_flags();
+  fp.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
+  fp.threads_used = num_threads();
+  fp.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
+  fp.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+  fp.blas = openblas_get_config();
+  fp.framework_version = TUNECNN_VERSION;
+  return fp;
+}
+
+std::string CpuFingerprint::summary() const {
+  std::ostringstream out;
+  out << model << ", " << threads_used << "/" << hardware_threads << " threads, L2 "
+      << l2_bytes / 1024 << " KiB, L3 " << l3_bytes / 1024 << " KiB, ISA";
+  for (const std::string& flag : isa) out << " " << flag;
+  out << "; " << blas << "; tunecnn " << framework_version;
+  return out.str();
+}
+
+}  // namespace tunecnn

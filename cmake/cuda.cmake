@@ -1,0 +1,22 @@
+# TUNECNN_CUDA=AUTO turns CUDA on when nvcc is found (also under /usr/local/cuda, off PATH).
+set(TUNECNN_HAVE_CUDA OFF)
+if(NOT TUNECNN_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    find_package(CUDAToolkit REQUIRED)
+    set(TUNECNN_HAVE_CUDA ON)
+  elseif(TUNECNN_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TUNECNN_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "install the CUDA toolkit or configure with -DTUNECNN_CUDA=OFF")
+  endif()
+endif()
+message(STATUS "tunecnn: CUDA backend ${TUNECNN_HAVE_CUDA}")

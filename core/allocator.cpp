@@ -1,0 +1,101 @@
+#include "core/allocator.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "core/cuda_runtime.h"
+#include "core/error.h"
+
+namespace tunecnn {
+namespace {
+
+constexpr std::size_t kAlignment = 64;           // a cache line, and enough for AVX-512 loads
+constexpr std::size_t kLargeBlock = 1 << 20;     // above this, round to kLargeGranule
+constexpr std::size_t kLargeGranule = 64 << 10;
+
+class CpuAllocator final : public Allocator {
+ public:
+  ~CpuAllocator() override { release_all_cached(); }
+
+ protected:
+  void* system_allocate(std::size_t bytes) override {
+    void* ptr = std::aligned_alloc(kAlignment, bytes);
+    TUNECNN_CHECK(ptr != nullptr, "out of host memory allocating ", bytes, " bytes");
+    return ptr;
+  }
+  void system_free(void* ptr) override { std::free(ptr); }
+};
+
+}  // namespace
+
+std::size_t Allocator::block_size(std::size_t bytes) {
+  const std::size_t granule = bytes > kLargeBlock ? kLargeGranule : kAlignment;
+  return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
+}
+
+void* Allocator::allocate(std::size_t bytes) {
+  const std::size_t size = block_size(bytes);
+  std::unique_lock lock(mutex_);
+  // Exact size classes: a training step repeats its shapes, so exact matches are the rule
+  // and no reused block wastes memory.
+  auto it = free_blocks_.find(size);
+  void* ptr = nullptr;
+  if (it != free_blocks_.end()) {
+    ptr = it->second;
+    free_blocks_.erase(it);
+    stats_.cached_bytes -= size;
+    ++stats_.reused_allocations;
+  } else {
+    lock.unlock();
+    ptr = system_allocate(size);
+    lock.lock();
+    ++stats_.system_allocations;
+  }
+  stats_.current_bytes += size;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+  return ptr;
+}
+
+void Allocator::deallocate(void* ptr, std::size_t bytes) {
+  if (ptr == nullptr) return;
+  const std::size_t size = block_size(bytes);
+  std::lock_guard lock(mutex_);
+  free_blocks_.emplace(size, ptr);
+  stats_.current_bytes -= size;
+  stats_.cached_bytes += size;
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_bytes = stats_.current_bytes;
+}
+
+void Allocator::release_cached() { release_all_cached(); }
+
+void Allocator::release_all_cached() {
+  std::multimap<std::size_t, void*> blocks;
+  {
+    std::lock_guard lock(mutex_);
+    blocks.swap(free_blocks_);
+    stats_.cached_bytes = 0;
+  }
+  for (auto& [size, ptr] : blocks) system_free(ptr);
+}
+
+Allocator& allocator_for(Device device) {
+  if (device == Device::cuda) return cuda_allocator();
+  static CpuAllocator cpu;
+  return cpu;
+}
+
+Storage::Storage(std::size_t bytes, Device device)
+    : data_(allocator_for(device).allocate(bytes)), bytes_(bytes), device_(device) {}
+
+Storage::~Storage() { allocator_for(device_).deallocate(data_, bytes_); }
+
+}  // namespace tunecnn

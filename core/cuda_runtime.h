@@ -1,0 +1,18 @@
+#pragma once
+// The few CUDA runtime services core needs. Declared always, so CPU-only builds link; without
+// CUDA (or without a GPU) they report that clearly instead of failing obscurely.
+#include <cstddef>
+
+#include "core/types.h"
+
+namespace tunecnn {
+
+class Allocator;
+
+bool cuda_built();          // compiled with the CUDA backend
+int cuda_device_count();    // 0 when not built with CUDA or no GPU/driver is present
+Allocator& cuda_allocator();  // throws Error when no GPU is usable
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+void cuda_synchronize();
+
+}  // namespace tunecnn

@@ -1,0 +1,16 @@
+#pragma once
+// Weight initialisation. fan_in/fan_out are passed explicitly: for a conv weight
+// [oc, ic/g, kh, kw] fan_in = ic/g*kh*kw and fan_out = oc*kh*kw.
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tunecnn {
+
+// He et al.: variance 2/fan_in keeps ReLU activations' scale from layer to layer.
+void kaiming_normal(Tensor& weight, std::int64_t fan_in, Rng& rng);
+void kaiming_uniform(Tensor& weight, std::int64_t fan_in, Rng& rng);
+// Glorot and Bengio: variance 2/(fan_in + fan_out), for layers without ReLU.
+void xavier_uniform(Tensor& weight, std::int64_t fan_in, std::int64_t fan_out, Rng& rng);
+void uniform_fill(Tensor& tensor, double low, double high, Rng& rng);
+
+}  // namespace tunecnn

@@ -1,0 +1,64 @@
+#include "core/module.h"
+
+namespace tunecnn {
+
+std::vector<NamedVariable> Module::parameters() const {
+  std::vector<NamedVariable> all = parameters_;
+  for (const auto& [prefix, child] : children_)
+    for (auto& [name, param] : child->parameters()) all.emplace_back(prefix + "." + name, param);
+  return all;
+}
+
+std::vector<NamedTensor> Module::buffers() const {
+  std::vector<NamedTensor> all = buffers_;
+  for (const auto& [prefix, child] : children_)
+    for (auto& [name, buffer] : child->buffers()) all.emplace_back(prefix + "." + name, buffer);
+  return all;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+Variable Module::register_parameter(std::string name, Tensor value) {
+  Variable param(std::move(value), /*requires_grad=*/true);
+  parameters_.emplace_back(std::move(name), param);
+  return param;
+}
+
+void Module::register_buffer(std::string name, Tensor value) {
+  buffers_.emplace_back(std::move(name), std::move(value));
+}
+
+void Module::register_module(std::string name, std::shared_ptr<Module> child) {
+  TUNECNN_CHECK(child != nullptr, "register_module(", name, "): null module");
+  children_.emplace_back(std::move(name), std::move(child));
+}
+
+Sequential& Sequential::add(std::shared_ptr<Module> layer, std::string name) {
+  if (name.empty()) name = std::to_string(layers_.size());
+  register_module(std::move(name), layer);
+  layers_.push_back(std::move(layer));
+  return *this;
+}
+
+Variable Sequential::forward(const Variable& input) {
+  Variable x = input;
+  for (auto& layer : layers_) x = layer->forward(x);
+  return x;
+}
+
+std::string Sequential::describe() const {
+  std::string out = "Sequential(\n";
+  for (const auto& [name, child] : children()) out += "  (" + name + "): " + child->describe() + "\n";
+  return out + ")";
+}
+
+std::int64_t parameter_count(const Module& module) {
+  std::int64_t n = 0;
+  for (const auto& [name, param] : module.parameters()) n += param.data().numel();
+  return n;
+}
+
+}  // namespace tunecnn

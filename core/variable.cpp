@@ -1,0 +1,104 @@
+#include "core/variable.h"
+
+#include <unordered_set>
+
+#include "core/tensor_math.h"
+
+namespace tunecnn {
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+Variable::Variable(Tensor data, bool requires_grad) : node_(std::make_shared<Node>()) {
+  node_->data = std::move(data);
+  node_->requires_grad = requires_grad;
+}
+
+Variable::Variable(Tensor data, std::vector<Variable> inputs, BackwardFn backward)
+    : Variable(std::move(data), false) {
+  if (!g_grad_enabled) return;
+  for (const Variable& input : inputs) node_->requires_grad |= input.requires_grad();
+  if (!node_->requires_grad) return;
+  node_->inputs = std::move(inputs);
+  node_->backward = std::move(backward);
+}
+
+const Tensor& Variable::data() const {
+  TUNECNN_CHECK(node_, "use of an undefined Variable");
+  return node_->data;
+}
+
+Tensor& Variable::data() {
+  TUNECNN_CHECK(node_, "use of an undefined Variable");
+  return node_->data;
+}
+
+const Tensor& Variable::grad() const {
+  TUNECNN_CHECK(node_, "use of an undefined Variable");
+  return node_->grad;
+}
+
+bool Variable::has_grad() const { return node_ && node_->grad.defined(); }
+bool Variable::requires_grad() const { return node_ && node_->requires_grad; }
+
+void Variable::add_grad(Tensor g) {
+  if (!requires_grad()) return;
+  TUNECNN_CHECK(g.numel() == node_->data.numel(), "gradient ", g.describe(),
+                " does not match variable ", node_->data.describe());
+  if (!node_->grad.defined()) {
+    node_->grad = std::move(g);
+  } else {
+    // Out of place: the first gradient may share storage with another node's gradient.
+    node_->grad = add(node_->grad, g);
+  }
+}
+
+void Variable::zero_grad() {
+  if (node_) node_->grad = Tensor();
+}
+
+void Variable::backward() {
+  TUNECNN_CHECK(data().numel() == 1, "backward() without a gradient needs a one-element result, got ",
+                data().describe());
+  backward(Tensor::full(data().shape(), 1.0, data().dtype()));
+}
+
+std::vector<Variable::Node*> Variable::topological_order() {
+  // Iterative DFS post-order: deep networks must not overflow the stack.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen{node_.get()};
+  std::vector<std::pair<Node*, std::size_t>> stack{{node_.get(), 0}};
+  while (!stack.empty()) {
+    auto& [node, next_input] = stack.back();
+    if (next_input < node->inputs.size()) {
+      Node* child = node->inputs[next_input++].node_.get();
+      if (child && child->requires_grad && seen.insert(child).second) stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;  // inputs before the nodes that use them
+}
+
+void Variable::backward(const Tensor& grad) {
+  TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
+  add_grad(grad.clone());
+  std::vector<Node*> order = topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    if (!node->backward || !node->grad.defined()) continue;
+    node->backward(node->inputs, node->grad);
+    // Free the graph as we go: a second backward() through it is an error, not a silent reuse.
+    node->backward = nullptr;
+    node->inputs.clear();
+    if (node != node_.get()) node->grad = Tensor();
+  }
+}
+
+}  // namespace tunecnn

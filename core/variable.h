@@ -1,0 +1,67 @@
+#pragma once
+// Reverse-mode autograd. A Variable holds data, its gradient and, for results of ops, the
+// inputs and a backward closure that captures only what backward needs (flashlight's model).
+// Kernels know nothing about this file.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tunecnn {
+
+class Variable {
+ public:
+  // Computes and adds the inputs' gradients from the output's gradient.
+  using BackwardFn = std::function<void(std::vector<Variable>& inputs, const Tensor& grad_output)>;
+
+  Variable() = default;
+  explicit Variable(Tensor data, bool requires_grad = false);
+  // The result of an op. Records the graph only when grad mode is on and an input needs it.
+  Variable(Tensor data, std::vector<Variable> inputs, BackwardFn backward);
+
+  bool defined() const { return node_ != nullptr; }
+  const Tensor& data() const;
+  Tensor& data();
+  const Tensor& grad() const;  // undefined until a backward pass reaches this variable
+  bool has_grad() const;
+  bool requires_grad() const;
+  const Shape& shape() const { return data().shape(); }
+
+  // Accumulates into grad; `g` must not be written to afterwards by the caller.
+  void add_grad(Tensor g);
+  void zero_grad();  // drops the gradient (the next add_grad starts afresh)
+
+  void backward();                     // for a one-element result: d(self)/d(self) = 1
+  void backward(const Tensor& grad);   // frees the graph behind self as it goes
+
+  bool same_node(const Variable& other) const { return node_ == other.node_; }
+
+ private:
+  struct Node {
+    Tensor data;
+    Tensor grad;
+    bool requires_grad = false;
+    std::vector<Variable> inputs;
+    BackwardFn backward;
+  };
+  std::shared_ptr<Node> node_;
+
+  std::vector<Node*> topological_order();
+};
+
+bool grad_enabled();
+
+// While alive, ops record no graph (evaluation, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace tunecnn

@@ -1,0 +1,55 @@
+#include "ops/conv/plan.h"
+
+#include <mutex>
+
+#include "ops/conv/registry.h"
+
+namespace tunecnn {
+namespace {
+std::mutex g_planner_mutex;
+std::shared_ptr<ConvPlanner> g_default_planner = std::make_shared<FirstApplicablePlanner>();
+
+ConvPlan first_applicable(const ConvProblem& problem) {
+  for (const ConvSolver* solver : cpu_conv_solvers())
+    if (solver->applicable(problem, nullptr)) return {solver, solver->configs(problem).front()};
+  TUNECNN_FAIL("no conv solver is applicable to ", problem.key());
+}
+}  // namespace
+
+const ConvPlan& ConvLayerPlan::for_direction(Direction dir) const {
+  switch (dir) {
+    case Direction::fwd: return fwd;
+    case Direction::bwd_data: return bwd_data;
+    case Direction::bwd_weights: return bwd_weights;
+  }
+  return fwd;
+}
+
+ConvLayerPlan FirstApplicablePlanner::plan(const ConvProblem& fwd_problem) {
+  return {first_applicable(fwd_problem.with_dir(Direction::fwd)),
+          first_applicable(fwd_problem.with_dir(Direction::bwd_data)),
+          first_applicable(fwd_problem.with_dir(Direction::bwd_weights))};
+}
+
+std::shared_ptr<ConvPlanner> default_conv_planner() {
+  std::lock_guard lock(g_planner_mutex);
+  return g_default_planner;
+}
+
+void set_default_conv_planner(std::shared_ptr<ConvPlanner> planner) {
+  TUNECNN_CHECK(planner != nullptr, "set_default_conv_planner: null planner");
+  std::lock_guard lock(g_planner_mutex);
+  g_default_planner = std::move(planner);
+}
+
+void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& args) {
+  TUNECNN_CHECK(plan.solver != nullptr, "conv plan without a solver for ", problem.key());
+  std::string why;
+  TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(),
+                " is not applicable to ", problem.key(), ": ", why);
+  const std::size_t bytes = plan.solver->workspace_bytes(problem, plan.config);
+  Storage workspace(bytes, Device::cpu);
+  plan.solver->run(problem, plan.config, args, Workspace{bytes ? workspace.data() : nullptr, bytes});
+}
+
+}  // namespace tunecnn

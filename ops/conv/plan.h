@@ -1,0 +1,39 @@
+#pragma once
+// How one conv layer runs: a solver and config per direction. The autotuner fills plans; until it
+// has, the first applicable solver in registry order is used.
+#include <memory>
+
+#include "ops/conv/solver.h"
+
+namespace tunecnn {
+
+struct ConvPlan {
+  const ConvSolver* solver = nullptr;
+  TuneConfig config;
+};
+
+struct ConvLayerPlan {
+  ConvPlan fwd, bwd_data, bwd_weights;
+  const ConvPlan& for_direction(Direction dir) const;
+};
+
+class ConvPlanner {
+ public:
+  virtual ~ConvPlanner() = default;
+  virtual ConvLayerPlan plan(const ConvProblem& fwd_problem) = 0;
+};
+
+// Registry order, first config: the untuned default.
+class FirstApplicablePlanner final : public ConvPlanner {
+ public:
+  ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
+};
+
+// The planner new conv layers use; autotune replaces it.
+std::shared_ptr<ConvPlanner> default_conv_planner();
+void set_default_conv_planner(std::shared_ptr<ConvPlanner> planner);
+
+// Allocates the plan's workspace and runs it; checks the solver is applicable first.
+void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& args);
+
+}  // namespace tunecnn

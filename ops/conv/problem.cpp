@@ -1,0 +1,36 @@
+#include "ops/conv/problem.h"
+
+namespace tunecnn {
+
+std::string_view to_string(Direction dir) {
+  switch (dir) {
+    case Direction::fwd: return "fwd";
+    case Direction::bwd_data: return "bwd_data";
+    case Direction::bwd_weights: return "bwd_weights";
+  }
+  return "?";
+}
+
+std::int64_t ConvProblem::macs() const {
+  return static_cast<std::int64_t>(mb) * oc * oh() * ow() * (ic / g) * kh * kw;
+}
+
+std::string ConvProblem::key() const {
+  std::string k = "conv " + std::string(to_string(dir));
+  auto field = [&](const char* name, int value) { k += " " + std::string(name) + std::to_string(value); };
+  field("mb", mb), field("ic", ic), field("ih", ih), field("iw", iw), field("oc", oc);
+  field("kh", kh), field("kw", kw), field("sh", sh), field("sw", sw), field("ph", ph);
+  field("pw", pw), field("g", g);
+  if (dt != DType::f32) k += " " + std::string(to_string(dt));
+  return k;
+}
+
+void ConvProblem::validate() const {
+  TUNECNN_CHECK(mb > 0 && ic > 0 && ih > 0 && iw > 0 && oc > 0 && kh > 0 && kw > 0,
+                "conv problem has a non-positive size: ", key());
+  TUNECNN_CHECK(sh > 0 && sw > 0 && ph >= 0 && pw >= 0, "conv problem has a bad stride or padding: ", key());
+  TUNECNN_CHECK(g > 0 && ic % g == 0 && oc % g == 0, "conv groups must divide ic and oc: ", key());
+  TUNECNN_CHECK(ih + 2 * ph >= kh && iw + 2 * pw >= kw, "conv kernel larger than the padded input: ", key());
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,56 @@
+#pragma once
+// The solver contract (MIOpen's, flattened): stateless, one const instance per algorithm, listed
+// in an explicit registry. A plan (solver + config) is chosen once per layer and run every step.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ops/conv/problem.h"
+
+namespace tunecnn {
+
+// A solver's tunables, e.g. {{"T", 100}}; empty for solvers without any.
+struct TuneConfig {
+  std::vector<std::pair<std::string, int>> values;
+  int get(std::string_view name, int fallback) const;
+  std::string str() const;  // "T=100,S=32", or "" when empty
+  bool operator==(const TuneConfig&) const = default;
+};
+
+// The tensors of one call. Which ones are read and written depends on the direction:
+//   fwd:         reads src, wei           writes dst
+//   bwd_data:    reads diff_dst, wei      writes diff_src
+//   bwd_weights: reads src, diff_dst      writes diff_wei
+// Outputs are overwritten, never accumulated into. Layout tags say the memory order.
+struct ConvArgs {
+  Tensor src, wei, dst, diff_src, diff_wei, diff_dst;
+};
+
+// Scratch memory the caller allocates: exactly workspace_bytes() of it.
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  template <class T> T* as() const { return static_cast<T*>(data); }
+};
+
+class ConvSolver {
+ public:
+  virtual ~ConvSolver() = default;
+  virtual std::string_view name() const = 0;  // stable id written to tuning caches; never rename
+  // A column of guard clauses; on false, `why` (if given) says which guard failed.
+  virtual bool applicable(const ConvProblem& problem, std::string* why) const = 0;
+  virtual std::vector<Layout> layouts(const ConvProblem&) const { return {Layout::NCHW}; }
+  virtual std::vector<TuneConfig> configs(const ConvProblem&) const { return {TuneConfig{}}; }
+  virtual std::size_t workspace_bytes(const ConvProblem&, const TuneConfig&) const { return 0; }
+  virtual void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
+                   Workspace workspace) const = 0;
+};
+
+// Fills `why` (when non-null) and returns false: the guard-clause idiom of applicable().
+inline bool reject(std::string* why, std::string reason) {
+  if (why != nullptr) *why = std::move(reason);
+  return false;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,27 @@
+#pragma once
+// Where the tests find real data, and small helpers shared by the suites.
+#include <filesystem>
+#include <string>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tunecnn::testing {
+
+// ../shared/data beside the repository, or $TUNECNN_DATA_DIR.
+std::filesystem::path shared_data_dir();
+// A fresh empty folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+Tensor random_tensor(const Shape& shape, Rng& rng, DType dtype = DType::f32, double low = -1.0,
+                     double high = 1.0);
+
+}  // namespace tunecnn::testing

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include "core/allocator.h"
+#include "core/module.h"
+#include "core/tensor.h"
+#include "core/tensor_math.h"
+#include "core/variable.h"
+
+namespace tunecnn {
+namespace {
+
+TEST(Tensor, ShapeLayoutAndDescribe) {
+  Tensor t = Tensor::zeros({2, 3, 4, 5}, DType::f32, Device::cpu, Layout::CHWN);
+  EXPECT_EQ(t.numel(), 120);
+  EXPECT_EQ(t.nbytes(), 480u);
+  EXPECT_EQ(t.layout(), Layout::CHWN);
+  EXPECT_EQ(physical_shape(t.shape(), t.layout()), (Shape{3, 4, 5, 2}));
+  EXPECT_EQ(t.describe(), "f32[2, 3, 4, 5] CHWN cpu");
+  EXPECT_THROW(t.reshape({120}), Error);  // CHWN memory is not row-major NCHW
+}
+
+TEST(Tensor, DtypeMismatchIsAnError) {
+  Tensor t = Tensor::zeros({4});
+  EXPECT_THROW(t.data<double>(), Error);
+  EXPECT_NO_THROW(t.data<float>());
+}
+
+TEST(Tensor, ReshapeSharesStorageCloneDoesNot) {
+  Tensor t = Tensor::full({2, 3}, 1.5);
+  Tensor r = t.reshape({3, 2});
+  Tensor c = t.clone();
+  r.data<float>()[0] = 7;
+  EXPECT_EQ(t.data<float>()[0], 7);
+  EXPECT_EQ(c.data<float>()[0], 1.5);
+  EXPECT_THROW(t.reshape({5}), Error);
+}
+
+TEST(Tensor, CudaWithoutGpuSaysSo) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present; covered by the CUDA tests";
+  try {
+    Tensor::empty({4}, DType::f32, Device::cuda);
+    FAIL() << "allocating on CUDA without a GPU must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Allocator, ReusesFreedBlocksAndTracksPeak) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  alloc.reset_peak();
+  const MemoryStats before = alloc.stats();
+  const std::size_t bytes = 3 << 20;
+  { Tensor a = Tensor::empty({static_cast<std::int64_t>(bytes / 4)}); }
+  const MemoryStats mid = alloc.stats();
+  { Tensor b = Tensor::empty({static_cast<std::int64_t>(bytes / 4)}); }
+  const MemoryStats after = alloc.stats();
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_GE(mid.peak_bytes, before.current_bytes + bytes);
+  EXPECT_EQ(after.system_allocations, mid.system_allocations) << "the second tensor must reuse the block";
+  EXPECT_GT(after.reused_allocations, mid.reused_allocations);
+}
+
+TEST(Autograd, SharedInputAccumulatesAndNoGradRecordsNothing) {
+  // y = x * x elementwise through a hand-written op; dy/dx = 2x, and x is used twice.
+  auto square = [](const Variable& x) {
+    Tensor out = x.data().clone();
+    for (int i = 0; i < out.numel(); ++i) out.data<double>()[i] *= out.data<double>()[i];
+    return Variable(out, {x, x}, [](std::vector<Variable>& in, const Tensor& g) {
+      for (int k = 0; k < 2; ++k) {
+        Tensor gi = g.clone();
+        for (int i = 0; i < gi.numel(); ++i) gi.data<double>()[i] *= in[k].data().data<double>()[i];
+        in[k].add_grad(gi);
+      }
+    });
+  };
+  Variable x(Tensor::from_vector(std::vector<double>{1, -2, 3}, {3}), true);
+  square(x).backward(Tensor::full({3}, 1.0, DType::f64));
+  EXPECT_DOUBLE_EQ(x.grad().data<double>()[1], -4.0);
+  {
+    NoGradGuard guard;
+    EXPECT_FALSE(square(x).requires_grad());
+  }
+}
+
+class Affine : public Module {
+ public:
+  Affine() { w_ = register_parameter("w", Tensor::full({2}, 1.0)); }
+  Variable forward(const Variable& x) override { return x; }
+  std::string describe() const override { return "Affine"; }
+  Variable w_;
+};
+
+TEST(Module, HierarchicalNamesAndModes) {
+  Sequential net;
+  net.add(std::make_shared<Affine>(), "first").add(std::make_shared<Affine>());
+  auto params = net.parameters();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].first, "first.w");
+  EXPECT_EQ(params[1].first, "1.w");
+  net.eval();
+  EXPECT_FALSE(net.layer(1).is_training());
+  EXPECT_EQ(parameter_count(net), 4);
+}
+
+}  // namespace
+}  // namespace tunecnn
