@@ -1,0 +1,73 @@
+#include "core/sgd.h"
+
+#include <map>
+
+#include "core/tensor_math.h"
+
+namespace tunecnn {
+namespace {
+
+template <class T>
+void update(T* p, const T* g, T* v, std::int64_t n, const SgdOptions& o, bool first_step) {
+  const T lr = static_cast<T>(o.lr), mu = static_cast<T>(o.momentum),
+          wd = static_cast<T>(o.weight_decay);
+  for (std::int64_t i = 0; i < n; ++i) {
+    T d = g[i] + wd * p[i];
+    if (v != nullptr) {
+      v[i] = first_step ? d : mu * v[i] + d;
+      d = o.nesterov ? d + mu * v[i] : v[i];
+    }
+    p[i] -= lr * d;
+  }
+}
+
+}  // namespace
+
+Sgd::Sgd(std::vector<NamedVariable> parameters, SgdOptions options)
+    : parameters_(std::move(parameters)), velocity_(parameters_.size()), options_(options) {
+  TUNECNN_CHECK(options_.lr >= 0 && options_.momentum >= 0 && options_.weight_decay >= 0,
+                "SGD options must be non-negative (lr ", options_.lr, ", momentum ",
+                options_.momentum, ", weight decay ", options_.weight_decay, ")");
+  TUNECNN_CHECK(!options_.nesterov || options_.momentum > 0, "Nesterov SGD needs momentum > 0");
+}
+
+void Sgd::step() {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Variable& param = parameters_[i].second;
+    if (!param.has_grad()) continue;
+    Tensor& p = param.data();
+    const bool first_step = !velocity_[i].defined();
+    if (options_.momentum > 0 && first_step) velocity_[i] = Tensor::empty_like(p);
+    dispatch_dtype(p.dtype(), [&]<class T>() {
+      T* v = options_.momentum > 0 ? velocity_[i].data<T>() : nullptr;
+      update<T>(p.data<T>(), param.grad().data<T>(), v, p.numel(), options_, first_step);
+    });
+  }
+}
+
+void Sgd::zero_grad() {
+  for (auto& [name, param] : parameters_) param.zero_grad();
+}
+
+std::vector<NamedTensor> Sgd::state() const {
+  std::vector<NamedTensor> out;
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    if (velocity_[i].defined()) out.emplace_back(parameters_[i].first, velocity_[i]);
+  return out;
+}
+
+void Sgd::load_state(const std::vector<NamedTensor>& state) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) index[parameters_[i].first] = i;
+  for (const auto& [name, tensor] : state) {
+    auto it = index.find(name);
+    TUNECNN_CHECK(it != index.end(), "optimizer state for unknown parameter '", name, "'");
+    const Tensor& p = parameters_[it->second].second.data();
+    TUNECNN_CHECK(tensor.shape() == p.shape() && tensor.dtype() == p.dtype(),
+                  "optimizer state for '", name, "' is ", tensor.describe(), ", parameter is ",
+                  p.describe());
+    velocity_[it->second] = tensor.clone();
+  }
+}
+
+}  // namespace tunecnn
