@@ -1,0 +1,86 @@
+// train: teaches a model on a data set; with no arguments, LeNet on Fashion-MNIST.
+#include <iostream>
+
+#include "apps/training/cli.h"
+#include "apps/training/trainer.h"
+#include "core/error.h"
+#include "models/registry.h"
+
+namespace {
+
+tunecnn::CommandLine make_command_line() {
+  std::string models;
+  for (const std::string& name : tunecnn::model_names()) models += (models.empty() ? "" : ", ") + name;
+  tunecnn::CommandLine cli("train", "Trains a convolutional network with SGD and reports test accuracy "
+                                    "after every epoch.\nCtrl-C saves a checkpoint (with --checkpoint-dir) "
+                                    "and stops; --resume continues from it.");
+  cli.option("model", "lenet", "model to train: " + models);
+  cli.option("data", "fashion-mnist", "data set: mnist or fashion-mnist");
+  cli.option("data-dir", "", "folder of the data set (default for fashion-mnist: "
+                             "/usr/share/datasets/fashion-mnist)");
+  cli.option("epochs", "2", "number of epochs");
+  cli.option("batch-size", "64", "examples per step");
+  cli.option("lr", "0.05", "initial learning rate");
+  cli.option("schedule", "cosine", "learning-rate schedule: const, step or cosine");
+  cli.option("step-epochs", "1", "with --schedule step: epochs between decays");
+  cli.option("gamma", "0.1", "with --schedule step: decay factor");
+  cli.option("momentum", "0.9", "SGD momentum");
+  cli.option("weight-decay", "5e-4", "L2 weight decay");
+  cli.flag("nesterov", "use Nesterov momentum");
+  cli.option("seed", "1", "seed for initialisation, shuffling and dropout");
+  cli.option("threads", "0", "CPU threads (0: all cores)");
+  cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt), written every epoch and on Ctrl-C");
+  cli.option("checkpoint-every", "0", "also checkpoint every N batches (0: only per epoch)");
+  cli.flag("resume", "continue from the checkpoint in --checkpoint-dir");
+  cli.option("log", "", "CSV file with one row per epoch");
+  cli.option("train-limit", "0", "train on the first N examples only (0: all)");
+  cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
+  return cli;
+}
+
+tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
+  tunecnn::TrainOptions o;
+  o.model = cli.get("model");
+  o.data = cli.get("data");
+  o.data_dir = cli.get("data-dir");
+  o.epochs = cli.get_int("epochs");
+  o.batch_size = cli.get_int("batch-size");
+  o.lr = cli.get_double("lr");
+  o.schedule = cli.get("schedule");
+  o.step_epochs = cli.get_double("step-epochs");
+  o.gamma = cli.get_double("gamma");
+  o.momentum = cli.get_double("momentum");
+  o.weight_decay = cli.get_double("weight-decay");
+  o.nesterov = cli.has("nesterov");
+  o.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
+  o.threads = cli.get_int("threads");
+  o.checkpoint_dir = cli.get("checkpoint-dir");
+  o.checkpoint_every = cli.get_int("checkpoint-every");
+  o.resume = cli.has("resume");
+  o.log_csv = cli.get("log");
+  o.train_limit = cli.get_int("train-limit");
+  o.test_limit = cli.get_int("test-limit");
+  TUNECNN_CHECK(o.epochs > 0, "--epochs must be positive, got ", o.epochs);
+  TUNECNN_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    tunecnn::CommandLine cli = make_command_line();
+    if (!cli.parse(argc, argv)) return 0;
+    tunecnn::install_interrupt_handler();
+    const tunecnn::TrainResult result = tunecnn::train(options_from(cli), std::cout);
+    switch (result.status) {
+      case tunecnn::TrainStatus::completed: return 0;
+      case tunecnn::TrainStatus::interrupted: std::cerr << "train: " << result.message << "\n"; return 130;
+      case tunecnn::TrainStatus::diverged: std::cerr << "train: error: " << result.message << "\n"; return 3;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "train: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,273 @@
+#include "apps/training/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <iostream>
+
+#include "apps/training/csv_log.h"
+#include "apps/training/data_sources.h"
+#include "apps/training/progress.h"
+#include "autotune/fingerprint.h"
+#include "core/checkpoint.h"
+#include "core/lr_schedule.h"
+#include "core/sgd.h"
+#include "core/threading.h"
+#include "datasets/data_loader.h"
+#include "datasets/subset_dataset.h"
+#include "models/registry.h"
+#include "ops/conv/conv2d.h"
+#include "ops/softmax_cross_entropy.h"
+
+namespace tunecnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kEvalBatch = 256;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+extern "C" void on_sigint(int) {
+  stop_requested().store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+// Running sums of one epoch; saved in mid-epoch checkpoints so a resumed epoch reports the same.
+struct EpochSums {
+  double loss = 0, seconds = 0;
+  std::int64_t correct = 0, seen = 0;
+};
+
+std::int64_t count_correct(const Tensor& logits, const std::vector<std::int32_t>& labels) {
+  const std::vector<std::int32_t> predicted = argmax_rows(logits);
+  std::int64_t correct = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i) correct += predicted[i] == labels[i];
+  return correct;
+}
+
+class Run {
+ public:
+  Run(const TrainOptions& options, std::ostream& out)
+      : o_(options), out_(out), rng_(options.seed), dropout_rng_(std::make_shared<Rng>(options.seed + 1)) {}
+  TrainResult execute();
+
+ private:
+  const TrainOptions& o_;
+  std::ostream& out_;
+  Rng rng_;
+  std::shared_ptr<Rng> dropout_rng_;
+  DataSplits data_;
+  std::shared_ptr<Sequential> model_;
+  std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<DataLoader> loader_;
+  int epoch_ = 0;               // 0-based epoch in progress
+  std::int64_t next_batch_ = 0;
+  EpochSums sums_;
+
+  void setup();
+  void resume();
+  void save(const std::string& why);
+  TrainStatus train_epoch(Progress& progress);
+  EpochMetrics evaluate_epoch();
+  void print_plans();
+};
+
+void Run::setup() {
+  set_num_threads(o_.threads);
+  data_ = load_data(o_.data, o_.data_dir);
+  if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
+  if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
+  ModelOptions model_options{data_.train->example_shape(), data_.train->num_classes()};
+  model_ = build_model(o_.model, model_options, rng_);
+  sgd_ = std::make_unique<Sgd>(model_->parameters(),
+                               SgdOptions{o_.lr, o_.momentum, o_.weight_decay, o_.nesterov});
+  schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma);
+  loader_ = std::make_unique<DataLoader>(
+      data_.train, DataLoaderOptions{.batch_size = o_.batch_size, .shuffle = true, .seed = o_.seed});
+  if (o_.quiet) return;
+  out_ << "tunecnn " << TUNECNN_VERSION << ": " << cpu_fingerprint().summary() << "\n"
+       << "train: " << data_.train->describe() << "\ntest:  " << data_.test->describe() << "\n"
+       << "model: " << o_.model << ", " << parameter_count(*model_) << " parameters\n"
+       << "optimizer: SGD lr " << o_.lr << " momentum " << o_.momentum << " weight decay "
+       << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
+       << schedule_->describe() << ", batch " << o_.batch_size << "\n";
+}
+
+void Run::save(const std::string& why) {
+  if (o_.checkpoint_dir.empty()) return;
+  std::filesystem::create_directories(o_.checkpoint_dir);
+  CheckpointData data;
+  data.meta = {{"format", "tunecnn-train"},       {"model", o_.model},
+               {"data", o_.data},                 {"batch_size", std::to_string(o_.batch_size)},
+               {"seed", std::to_string(o_.seed)}, {"epoch", std::to_string(epoch_)},
+               {"next_batch", std::to_string(next_batch_)},
+               {"dropout_rng", dropout_rng_->state()},
+               {"sum_loss", std::to_string(sums_.loss)}, {"sum_seconds", std::to_string(sums_.seconds)},
+               {"sum_correct", std::to_string(sums_.correct)}, {"sum_seen", std::to_string(sums_.seen)}};
+  add_module_state(*model_, data);
+  for (auto& [name, tensor] : sgd_->state()) data.tensors.emplace_back("sgd/" + name, tensor);
+  const auto path = checkpoint_path(o_.checkpoint_dir);
+  save_checkpoint(path, data);
+  if (!o_.quiet) out_ << "checkpoint saved to " << path.string() << " (" << why << ")\n";
+}
+
+void Run::resume() {
+  const auto path = checkpoint_path(o_.checkpoint_dir);
+  TUNECNN_CHECK(!o_.checkpoint_dir.empty(), "--resume needs --checkpoint-dir DIR");
+  TUNECNN_CHECK(std::filesystem::exists(path), "--resume: no checkpoint at ", path.string());
+  const CheckpointData data = load_checkpoint(path);
+  const std::string source = "checkpoint " + path.string();
+  TUNECNN_CHECK(data.value("format") == "tunecnn-train", source, " is not a training checkpoint");
+  for (const auto& [key, expected] : {std::pair<std::string, std::string>{"model", o_.model},
+                                      {"data", o_.data},
+                                      {"batch_size", std::to_string(o_.batch_size)},
+                                      {"seed", std::to_string(o_.seed)}})
+    TUNECNN_CHECK(data.value(key) == expected, source, " was written with --", key == "batch_size" ? "batch-size" : key,
+                  " ", data.value(key), "; resume with the same value (got ", expected, ")");
+  load_module_state(*model_, data, source);
+  std::vector<NamedTensor> sgd_state;
+  for (const auto& [name, tensor] : data.tensors)
+    if (name.rfind("sgd/", 0) == 0) sgd_state.emplace_back(name.substr(4), tensor);
+  sgd_->load_state(sgd_state);
+  dropout_rng_->set_state(data.value("dropout_rng"));
+  epoch_ = std::stoi(data.value("epoch"));
+  next_batch_ = std::stoll(data.value("next_batch"));
+  sums_ = {std::stod(data.value("sum_loss")), std::stod(data.value("sum_seconds")),
+           std::stoll(data.value("sum_correct")), std::stoll(data.value("sum_seen"))};
+  if (!o_.quiet)
+    out_ << "resumed from " << path.string() << " at epoch " << epoch_ + 1 << ", batch " << next_batch_ << "\n";
+}
+
+void Run::print_plans() {
+  if (o_.quiet) return;
+  for (const auto& [name, layer] : model_->children()) {
+    auto* conv = dynamic_cast<Conv2d*>(layer.get());
+    if (conv == nullptr) continue;
+    for (const auto& [problem, plan] : conv->plans())
+      out_ << "  " << name << ": fwd " << plan.fwd.solver->name() << ", bwd_data "
+           << plan.bwd_data.solver->name() << ", bwd_weights " << plan.bwd_weights.solver->name()
+           << "  (" << problem.key() << ")\n";
+  }
+}
+
+TrainStatus Run::train_epoch(Progress& progress) {
+  model_->train();
+  loader_->start_epoch(epoch_, next_batch_);
+  const std::int64_t batches = loader_->batches_per_epoch();
+  progress.start_epoch(epoch_ + 1, o_.epochs, batches, next_batch_);
+  Batch batch;
+  while (loader_->next(batch)) {
+    const auto start = Clock::now();
+    sgd_->set_lr(schedule_->lr_at(epoch_ + static_cast<double>(next_batch_) / batches));
+    Variable logits = model_->forward(Variable(batch.images));
+    Variable loss = softmax_cross_entropy(logits, batch.labels);
+    const double loss_value = loss.data().data<float>()[0];
+    if (!std::isfinite(loss_value)) return TrainStatus::diverged;
+    sgd_->zero_grad();
+    loss.backward();
+    sgd_->step();
+    if (epoch_ == 0 && next_batch_ == 0) print_plans();
+    const auto n = static_cast<std::int64_t>(batch.labels.size());
+    sums_.loss += loss_value * static_cast<double>(n);
+    sums_.correct += count_correct(logits.data(), batch.labels);
+    sums_.seen += n;
+    sums_.seconds += seconds_since(start);
+    ++next_batch_;
+    progress.update(next_batch_, sums_.loss / sums_.seen, double(sums_.correct) / sums_.seen,
+                    sums_.seen / std::max(sums_.seconds, 1e-9));
+    if (stop_requested().load()) return TrainStatus::interrupted;
+    if (o_.checkpoint_every > 0 && next_batch_ % o_.checkpoint_every == 0 && next_batch_ < batches)
+      save("every " + std::to_string(o_.checkpoint_every) + " batches");
+  }
+  return TrainStatus::completed;
+}
+
+EpochMetrics Run::evaluate_epoch() {
+  NoGradGuard no_grad;
+  model_->eval();
+  DataLoader test(data_.test, DataLoaderOptions{.batch_size = kEvalBatch, .shuffle = false, .seed = 0});
+  test.start_epoch(0);
+  double loss = 0;
+  std::int64_t correct = 0;
+  Batch batch;
+  while (test.next(batch)) {
+    Variable logits = model_->forward(Variable(batch.images));
+    loss += softmax_cross_entropy(logits, batch.labels).data().data<float>()[0] * batch.labels.size();
+    correct += count_correct(logits.data(), batch.labels);
+  }
+  const double n = static_cast<double>(data_.test->size());
+  return EpochMetrics{.epoch = epoch_ + 1,
+                      .train_loss = sums_.loss / sums_.seen,
+                      .train_acc = double(sums_.correct) / sums_.seen,
+                      .test_loss = loss / n,
+                      .test_acc = correct / n,
+                      .images_per_s = sums_.seen / std::max(sums_.seconds, 1e-9),
+                      .seconds = sums_.seconds,
+                      .lr = sgd_->lr()};
+}
+
+TrainResult Run::execute() {
+  setup();
+  if (o_.resume) resume();
+  std::unique_ptr<CsvLog> log;
+  if (!o_.log_csv.empty()) log = std::make_unique<CsvLog>(o_.log_csv, o_.resume ? epoch_ : 0);
+  Progress progress(out_, !o_.quiet, isatty(STDOUT_FILENO) && &out_ == &std::cout);
+  TrainResult result;
+  while (epoch_ < o_.epochs) {
+    const TrainStatus status = train_epoch(progress);
+    progress.finish();
+    if (status == TrainStatus::diverged) {
+      result.status = status;
+      result.message = "loss became NaN or infinite at epoch " + std::to_string(epoch_ + 1) + ", batch " +
+                       std::to_string(next_batch_ + 1) + "; training stopped and the last good "
+                       "checkpoint was kept. Try a lower --lr.";
+      return result;
+    }
+    if (status == TrainStatus::interrupted) {
+      save("interrupted");
+      result.status = status;
+      result.message = "interrupted at epoch " + std::to_string(epoch_ + 1) + ", batch " +
+                       std::to_string(next_batch_) + "; continue with --resume";
+      return result;
+    }
+    EpochMetrics metrics = evaluate_epoch();
+    if (!o_.quiet)
+      out_ << "epoch " << metrics.epoch << "/" << o_.epochs << ": train loss " << metrics.train_loss
+           << " acc " << 100 * metrics.train_acc << "%, test loss " << metrics.test_loss << " acc "
+           << 100 * metrics.test_acc << "%, " << static_cast<long>(metrics.images_per_s)
+           << " img/s, " << format_duration(metrics.seconds) << "\n";
+    if (log) log->append(metrics);
+    result.epochs.push_back(metrics);
+    ++epoch_;
+    next_batch_ = 0;
+    sums_ = {};
+    save("end of epoch " + std::to_string(metrics.epoch));
+  }
+  return result;
+}
+
+}  // namespace
+
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+void install_interrupt_handler() {
+  stop_requested();  // construct the flag before a signal can reach it
+  std::signal(SIGINT, on_sigint);
+}
+
+std::filesystem::path checkpoint_path(const std::filesystem::path& dir) { return dir / "last.ckpt"; }
+
+TrainResult train(const TrainOptions& options, std::ostream& out) {
+  Run run(options, out);
+  return run.execute();
+}
+
+}  // namespace tunecnn

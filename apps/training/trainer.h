@@ -1,0 +1,58 @@
+#pragma once
+// The training loop behind `train`: data, model, SGD, per-epoch evaluation, CSV log, progress
+// output, checkpoints every epoch, on Ctrl-C and on request, exact resume, and a clean stop on a
+// non-finite loss that keeps the last good checkpoint.
+#include <atomic>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tunecnn {
+
+struct TrainOptions {
+  std::string model = "lenet";
+  std::string data = "fashion-mnist";
+  std::filesystem::path data_dir;  // empty: the data set's default location
+  int epochs = 2;
+  int batch_size = 64;
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+  std::string schedule = "cosine";
+  double step_epochs = 1, gamma = 0.1;
+  std::uint64_t seed = 1;
+  int threads = 0;                       // 0: every core
+  std::filesystem::path checkpoint_dir;  // empty: no checkpoints
+  std::int64_t checkpoint_every = 0;     // batches between mid-epoch checkpoints; 0: per epoch
+  bool resume = false;
+  std::filesystem::path log_csv;         // empty: no CSV log
+  std::int64_t train_limit = 0;          // use only the first N examples (0: all)
+  std::int64_t test_limit = 0;
+  bool quiet = false;                    // no progress lines (tests)
+};
+
+struct EpochMetrics {
+  int epoch = 0;  // 1-based
+  double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, images_per_s = 0, seconds = 0;
+  double lr = 0;
+};
+
+enum class TrainStatus { completed, interrupted, diverged };
+
+struct TrainResult {
+  TrainStatus status = TrainStatus::completed;
+  std::vector<EpochMetrics> epochs;  // the epochs completed in this run
+  std::string message;
+};
+
+// Set by the SIGINT handler (or a test): the loop saves a checkpoint and returns at the next batch.
+std::atomic<bool>& stop_requested();
+void install_interrupt_handler();
+
+TrainResult train(const TrainOptions& options, std::ostream& out);
+
+std::filesystem::path checkpoint_path(const std::filesystem::path& dir);  // DIR/last.ckpt
+
+}  // namespace tunecnn
