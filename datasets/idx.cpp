@@ -33,13 +33,20 @@ std::string hex32(std::uint32_t value) {
 
 std::string_view element_type_name(std::uint8_t type) {
   switch (type) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return {};
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return {};
   }
 }
 
@@ -97,8 +104,7 @@ class GzipSource final : public ByteSource {
     const char* message = gzerror(file_.get(), &code);
     if (code == Z_OK) return;
     if (code == Z_ERRNO) TUNECNN_FAIL(name_, ": read error: ", std::strerror(errno));
-    if (code == Z_BUF_ERROR)
-      TUNECNN_FAIL(name_, ": truncated gzip stream (zlib: ", message, ")");
+    if (code == Z_BUF_ERROR) TUNECNN_FAIL(name_, ": truncated gzip stream (zlib: ", message, ")");
     TUNECNN_FAIL(name_, ": corrupt gzip data (zlib: ", message, ")");
   }
 };
@@ -114,8 +120,7 @@ std::unique_ptr<ByteSource> open_source(const std::filesystem::path& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   TUNECNN_CHECK(std::filesystem::exists(status), path.string(), ": file not found");
-  TUNECNN_CHECK(std::filesystem::is_regular_file(status), path.string(),
-                ": not a regular file");
+  TUNECNN_CHECK(std::filesystem::is_regular_file(status), path.string(), ": not a regular file");
   if (has_gzip_magic(path)) return std::make_unique<GzipSource>(path);
   return std::make_unique<PlainSource>(path);
 }
@@ -126,14 +131,14 @@ std::uint32_t big_endian32(const std::uint8_t* bytes) {
 }
 
 void check_magic(const std::string& name, std::uint32_t magic, const IdxSpec& spec) {
-  const std::uint32_t expected = (std::uint32_t{kUnsignedByte} << 8) |
-                                 static_cast<std::uint32_t>(spec.rank);
+  const std::uint32_t expected =
+      (std::uint32_t{kUnsignedByte} << 8) | static_cast<std::uint32_t>(spec.rank);
   if (magic == expected) return;
   const auto type = static_cast<std::uint8_t>(magic >> 8);
   const std::string_view type_name = element_type_name(type);
   if ((magic >> 16) == 0 && !type_name.empty() && type != kUnsignedByte)
-    TUNECNN_FAIL(name, ": unsupported element type ", hex32(type), " (", type_name,
-                 ") in magic ", hex32(magic), "; only unsigned bytes (0x08) are supported");
+    TUNECNN_FAIL(name, ": unsupported element type ", hex32(type), " (", type_name, ") in magic ",
+                 hex32(magic), "; only unsigned bytes (0x08) are supported");
   TUNECNN_FAIL(name, ": wrong magic ", hex32(magic), ", expected ", hex32(expected), " for ",
                spec.contents, " (not an idx file of unsigned bytes with ", spec.rank,
                " dimensions)");
@@ -165,8 +170,7 @@ std::vector<std::uint8_t> read_payload(ByteSource& source, std::int64_t expected
   data.reserve(static_cast<std::size_t>(std::min<std::int64_t>(expected, 1 << 30)));
   while (static_cast<std::int64_t>(data.size()) < expected) {
     const std::size_t old = data.size();
-    const auto want =
-        std::min<std::size_t>(kChunkBytes, static_cast<std::size_t>(expected) - old);
+    const auto want = std::min<std::size_t>(kChunkBytes, static_cast<std::size_t>(expected) - old);
     data.resize(old + want);
     const std::size_t got = source.read(data.data() + old, want);
     data.resize(old + got);

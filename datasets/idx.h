@@ -16,9 +16,9 @@ struct IdxArray {
 
 // What the caller expects, so a wrong file is reported in the caller's words.
 struct IdxSpec {
-  int rank;                    // 3 for images, 1 for labels
-  std::string_view contents;   // "images"
-  std::string_view element;    // "pixels"
+  int rank;                   // 3 for images, 1 for labels
+  std::string_view contents;  // "images"
+  std::string_view element;   // "pixels"
 };
 
 // Reads an unsigned-byte idx file whole; throws Error naming the file and the problem.

@@ -39,8 +39,8 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
   const std::filesystem::path gzip = dir / (stem + ".gz");
   if (std::filesystem::is_regular_file(plain)) return plain;
   if (std::filesystem::is_regular_file(gzip)) return gzip;
-  TUNECNN_FAIL(what, " not found in ", dir.string(), ": tried ", plain.filename().string(),
-               " and ", gzip.filename().string());
+  TUNECNN_FAIL(what, " not found in ", dir.string(), ": tried ", plain.filename().string(), " and ",
+               gzip.filename().string());
 }
 
 std::vector<std::int32_t> checked_labels(const std::filesystem::path& path,
@@ -65,16 +65,16 @@ std::shared_ptr<ImageDataset> load_mnist(const std::filesystem::path& dir, Mnist
 
   IdxArray images = read_idx(images_path, {3, "images", "pixels"});
   IdxArray labels = read_idx(labels_path, {1, "labels", "labels"});
-  TUNECNN_CHECK(images.dims[0] == labels.dims[0], "image/label count mismatch: ",
-                images_path.string(), " holds ", images.dims[0], " images but ",
-                labels_path.string(), " holds ", labels.dims[0], " labels");
+  TUNECNN_CHECK(images.dims[0] == labels.dims[0],
+                "image/label count mismatch: ", images_path.string(), " holds ", images.dims[0],
+                " images but ", labels_path.string(), " holds ", labels.dims[0], " labels");
 
   const Shape shape{1, images.dims[1], images.dims[2]};
   const std::string description = what + " (" + std::to_string(images.dims[0]) + " images, 1x" +
                                   std::to_string(shape[1]) + "x" + std::to_string(shape[2]) + ")";
-  auto dataset = std::make_shared<ImageDataset>(description, shape, kNumClasses,
-                                                std::move(images.data),
-                                                checked_labels(labels_path, labels.data));
+  auto dataset =
+      std::make_shared<ImageDataset>(description, shape, kNumClasses, std::move(images.data),
+                                     checked_labels(labels_path, labels.data));
   dataset->set_normalisation({norm.mean}, {norm.stddev});
   return dataset;
 }

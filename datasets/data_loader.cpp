@@ -1,0 +1,163 @@
+// One producer thread per epoch fills a bounded queue; within a batch the examples are decoded
+// in parallel on TBB, because decoding (JPEG, resizing) rather than copying is what costs.
+#include "datasets/data_loader.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace tunecnn {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Mixing rather than adding keeps (seed 1, epoch 0) and (seed 0, epoch 1) unrelated.
+std::uint64_t epoch_seed(std::uint64_t seed, int epoch) {
+  return splitmix64(seed ^
+                    splitmix64(static_cast<std::uint64_t>(static_cast<std::int64_t>(epoch))));
+}
+
+// Hand-rolled rather than std::uniform_int_distribution, whose algorithm differs between
+// standard libraries: a checkpoint must resume into the same order on any build.
+std::uint64_t uniform_below(Rng& rng, std::uint64_t bound) {
+  const std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % bound);
+  std::uint64_t draw;
+  do draw = rng.next_u64();
+  while (draw >= limit);
+  return draw % bound;
+}
+
+}  // namespace
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  TUNECNN_CHECK(dataset_ != nullptr, "DataLoader needs a dataset");
+  TUNECNN_CHECK(options_.batch_size > 0, dataset_->describe(),
+                ": batch size must be positive, got ", options_.batch_size);
+  TUNECNN_CHECK(options_.prefetch > 0, dataset_->describe(),
+                ": prefetch must be at least 1 batch, got ", options_.prefetch);
+}
+
+DataLoader::~DataLoader() {
+  stop_producer();
+}
+
+std::int64_t DataLoader::batches_per_epoch() const {
+  const std::int64_t n = dataset_->size();
+  if (options_.drop_last) return n / options_.batch_size;
+  return (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+std::vector<std::int64_t> DataLoader::epoch_order(int epoch) const {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_->size()));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (!options_.shuffle) return order;
+  Rng rng(epoch_seed(options_.seed, epoch));
+  for (std::size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  return order;
+}
+
+void DataLoader::start_epoch(int epoch, std::int64_t first_batch) {
+  TUNECNN_CHECK(first_batch >= 0 && first_batch <= batches_per_epoch(), dataset_->describe(),
+                ": cannot start epoch ", epoch, " at batch ", first_batch, " of ",
+                batches_per_epoch());
+  stop_producer();
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = false;
+    finished_ = false;
+  }
+  started_ = true;
+  producer_ = std::thread(&DataLoader::produce, this, epoch_order(epoch), first_batch);
+}
+
+bool DataLoader::next(Batch& out) {
+  TUNECNN_CHECK(started_, dataset_->describe(), ": call start_epoch before next");
+  std::unique_lock lock(mutex_);
+  ready_.wait(lock, [this] { return !queue_.empty() || finished_; });
+  if (queue_.empty()) return false;
+  Slot slot = std::move(queue_.front());
+  queue_.pop_front();
+  lock.unlock();
+  space_.notify_one();
+  if (slot.error) std::rethrow_exception(slot.error);
+  out = std::move(slot.batch);
+  return true;
+}
+
+void DataLoader::produce(std::vector<std::int64_t> order, std::int64_t first_batch) {
+  const std::int64_t total = batches_per_epoch();
+  for (std::int64_t b = first_batch; b < total; ++b) {
+    Slot slot;
+    try {
+      slot.batch = assemble(order, b);
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    const bool failed = slot.error != nullptr;
+    if (!push(std::move(slot)) || failed) break;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  ready_.notify_all();
+}
+
+Batch DataLoader::assemble(const std::vector<std::int64_t>& order, std::int64_t batch) const {
+  const std::int64_t begin = batch * options_.batch_size;
+  const std::int64_t count = std::min<std::int64_t>(options_.batch_size, dataset_->size() - begin);
+  const Shape example = dataset_->example_shape();
+  const std::int64_t example_size = shape_numel(example);
+  Shape shape{count};
+  shape.insert(shape.end(), example.begin(), example.end());
+
+  Batch out;
+  out.images = Tensor::empty(shape);
+  out.labels.resize(static_cast<std::size_t>(count));
+  out.first_index = begin;
+  float* images = out.images.data<float>();
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count), [&](const auto& range) {
+    for (std::int64_t i = range.begin(); i < range.end(); ++i)
+      out.labels[i] = dataset_->get(order[begin + i], images + i * example_size);
+  });
+  return out;
+}
+
+bool DataLoader::push(Slot slot) {
+  std::unique_lock lock(mutex_);
+  space_.wait(lock, [this] {
+    return stop_ || queue_.size() < static_cast<std::size_t>(options_.prefetch);
+  });
+  if (stop_) return false;
+  queue_.push_back(std::move(slot));
+  lock.unlock();
+  ready_.notify_one();
+  return true;
+}
+
+void DataLoader::stop_producer() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  space_.notify_all();
+  if (producer_.joinable()) producer_.join();
+  std::lock_guard lock(mutex_);
+  queue_.clear();
+  finished_ = true;
+}
+
+}  // namespace tunecnn
