@@ -1,0 +1,29 @@
+#include "ops/conv/registry.h"
+
+#include <array>
+
+#include "ops/conv/direct.h"
+#include "ops/conv/im2col_gemm.h"
+
+namespace tunecnn {
+namespace {
+
+const Im2colGemmSolver kIm2colGemm;
+const DirectConvSolver kDirect;
+
+// Preference order when nothing has been tuned; the reference comes last as the fallback.
+const std::array<const ConvSolver*, 2> kCpuSolvers = {&kIm2colGemm, &kDirect};
+
+}  // namespace
+
+std::span<const ConvSolver* const> cpu_conv_solvers() { return kCpuSolvers; }
+
+const ConvSolver& direct_conv_solver() { return kDirect; }
+
+const ConvSolver* find_conv_solver(std::string_view name) {
+  for (const ConvSolver* solver : kCpuSolvers)
+    if (solver->name() == name) return solver;
+  return nullptr;
+}
+
+}  // namespace tunecnn
