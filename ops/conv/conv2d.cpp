@@ -1,0 +1,121 @@
+#include "ops/conv/conv2d.h"
+
+#include "core/init.h"
+#include "ops/conv/bias.h"
+
+namespace tunecnn {
+namespace {
+
+void check_bias(const Tensor& bias, const Tensor& weight) {
+  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == weight.dim(0) && bias.dtype() == weight.dtype(),
+                "conv2d bias ", bias.describe(), " does not match weight ", weight.describe());
+}
+
+// Runs one direction into a fresh output tensor, the member `out` of the args.
+Tensor run_into(const ConvPlan& plan, const ConvProblem& problem, ConvArgs args,
+                Tensor ConvArgs::*out, const Shape& shape) {
+  args.*out = Tensor::empty(shape, problem.dt);
+  run_conv(plan, problem, args);
+  return args.*out;
+}
+
+}  // namespace
+
+ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeometry& geo) {
+  TUNECNN_CHECK(x.ndim() == 4 && x.layout() == Layout::NCHW,
+                "conv2d expects an NCHW input [N, C, H, W], got ", x.describe());
+  TUNECNN_CHECK(weight.ndim() == 4, "conv2d weight must be [OC, C/groups, KH, KW], got ",
+                shape_str(weight.shape()));
+  TUNECNN_CHECK(geo.groups > 0 && weight.dim(1) * geo.groups == x.dim(1), "conv2d weight ",
+                shape_str(weight.shape()), " with groups ", geo.groups, " does not match input ",
+                shape_str(x.shape()));
+  TUNECNN_CHECK(x.dtype() == weight.dtype(), "conv2d input ", x.describe(), " and weight ",
+                weight.describe(), " differ in dtype");
+  auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  ConvProblem p{Direction::fwd, i(x.dim(0)), i(x.dim(1)), i(x.dim(2)), i(x.dim(3)),
+                i(weight.dim(0)), i(weight.dim(2)), i(weight.dim(3)), geo.stride, geo.stride,
+                geo.padding, geo.padding, geo.groups, x.dtype()};
+  p.validate();
+  return p;
+}
+
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
+                const ConvGeometry& geo, const ConvLayerPlan& plan) {
+  const ConvProblem p = conv_problem(x.data(), weight.data(), geo);
+  if (bias.defined()) check_bias(bias.data(), weight.data());
+  ConvArgs args;
+  args.src = x.data();
+  args.wei = weight.data();
+  Tensor y = run_into(plan.fwd, p, args, &ConvArgs::dst, p.dst_shape());
+  if (bias.defined()) add_bias(y, bias.data());
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  auto backward = [p, plan](std::vector<Variable>& in, const Tensor& dy) {
+    ConvArgs args;
+    args.src = in[0].data();
+    args.wei = in[1].data();
+    args.diff_dst = dy;
+    if (in[0].requires_grad())
+      in[0].add_grad(run_into(plan.bwd_data, p.with_dir(Direction::bwd_data), args,
+                              &ConvArgs::diff_src, p.src_shape()));
+    if (in[1].requires_grad())
+      in[1].add_grad(run_into(plan.bwd_weights, p.with_dir(Direction::bwd_weights), args,
+                              &ConvArgs::diff_wei, p.wei_shape()));
+    if (in.size() > 2 && in[2].requires_grad()) {
+      Tensor db = Tensor::empty_like(in[2].data());
+      bias_grad(dy, db);
+      in[2].add_grad(db);
+    }
+  };
+  return Variable(y, std::move(inputs), backward);
+}
+
+Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int padding, Rng& rng,
+               int groups, bool bias)
+    : in_channels_(in_channels),
+      out_channels_(out_channels),
+      kernel_(kernel),
+      geo_{stride, padding, groups},
+      planner_(default_conv_planner()) {
+  TUNECNN_CHECK(in_channels > 0 && out_channels > 0 && kernel > 0 && groups > 0 &&
+                    in_channels % groups == 0 && out_channels % groups == 0,
+                "Conv2d(", in_channels, "->", out_channels, ", kernel ", kernel, ", groups ",
+                groups, "): sizes must be positive and groups must divide both channel counts");
+  const std::int64_t fan_in = static_cast<std::int64_t>(in_channels / groups) * kernel * kernel;
+  Tensor w = Tensor::empty({out_channels, in_channels / groups, kernel, kernel});
+  kaiming_normal(w, fan_in, rng);
+  weight_ = register_parameter("weight", w);
+  if (bias) bias_ = register_parameter("bias", Tensor::zeros({out_channels}));
+}
+
+Variable Conv2d::forward(const Variable& input) {
+  const ConvProblem problem = conv_problem(input.data(), weight_.data(), geo_);
+  const std::string key = problem.key();
+  auto it = plans_.find(key);
+  if (it == plans_.end()) it = plans_.emplace(key, std::pair{problem, planner_->plan(problem)}).first;
+  return conv2d(input, weight_, bias_, geo_, it->second.second);
+}
+
+std::string Conv2d::describe() const {
+  std::string out = "Conv2d(" + std::to_string(in_channels_) + "->" +
+                    std::to_string(out_channels_) + ", " + std::to_string(kernel_) + "x" +
+                    std::to_string(kernel_) + ", stride " + std::to_string(geo_.stride) +
+                    ", pad " + std::to_string(geo_.padding);
+  if (geo_.groups > 1) out += ", groups " + std::to_string(geo_.groups);
+  if (!bias_.defined()) out += ", no bias";
+  return out + ")";
+}
+
+void Conv2d::set_planner(std::shared_ptr<ConvPlanner> planner) {
+  TUNECNN_CHECK(planner != nullptr, "Conv2d::set_planner: null planner for ", describe());
+  planner_ = std::move(planner);
+  plans_.clear();
+}
+
+std::vector<std::pair<ConvProblem, ConvLayerPlan>> Conv2d::plans() const {
+  std::vector<std::pair<ConvProblem, ConvLayerPlan>> out;
+  for (const auto& [key, entry] : plans_) out.push_back(entry);
+  return out;
+}
+
+}  // namespace tunecnn

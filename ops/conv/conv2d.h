@@ -1,0 +1,47 @@
+#pragma once
+// The 2-D convolution op for autograd and the Conv2d module. The op runs a ConvLayerPlan: one
+// solver and config per direction, chosen once per layer shape by a ConvPlanner.
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/module.h"
+#include "core/rng.h"
+#include "ops/conv/plan.h"
+
+namespace tunecnn {
+
+struct ConvGeometry {
+  int stride = 1, padding = 0, groups = 1;
+};
+
+// The forward problem for input x [N, C, H, W] and weight [OC, C/groups, KH, KW]; throws on
+// mismatched shapes or dtypes.
+ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeometry& geo);
+
+// `bias` [OC] may be an undefined Variable.
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
+                const ConvGeometry& geo, const ConvLayerPlan& plan);
+
+class Conv2d : public Module {
+ public:
+  Conv2d(int in_channels, int out_channels, int kernel, int stride, int padding, Rng& rng,
+         int groups = 1, bool bias = true);
+  Variable forward(const Variable& input) override;
+  std::string describe() const override;
+
+  void set_planner(std::shared_ptr<ConvPlanner> planner);  // forgets the cached plans
+  // Every input shape seen so far (as its forward problem) and the plan it runs.
+  std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans() const;
+
+ private:
+  int in_channels_, out_channels_, kernel_;
+  ConvGeometry geo_;
+  Variable weight_, bias_;
+  std::shared_ptr<ConvPlanner> planner_;
+  std::map<std::string, std::pair<ConvProblem, ConvLayerPlan>> plans_;  // by fwd problem key
+};
+
+}  // namespace tunecnn
