@@ -68,16 +68,18 @@ void Variable::backward() {
   backward(Tensor::full(data().shape(), 1.0, data().dtype()));
 }
 
-std::vector<Variable::Node*> Variable::topological_order() {
-  // Iterative DFS post-order: deep networks must not overflow the stack.
-  std::vector<Node*> order;
+std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
+  // Iterative DFS post-order: deep networks must not overflow the stack. Owning pointers, because
+  // backward() drops each node's inputs as it goes.
+  std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen{node_.get()};
-  std::vector<std::pair<Node*, std::size_t>> stack{{node_.get(), 0}};
+  std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack{{node_, 0}};
   while (!stack.empty()) {
     auto& [node, next_input] = stack.back();
     if (next_input < node->inputs.size()) {
-      Node* child = node->inputs[next_input++].node_.get();
-      if (child && child->requires_grad && seen.insert(child).second) stack.push_back({child, 0});
+      std::shared_ptr<Node> child = node->inputs[next_input++].node_;
+      if (child && child->requires_grad && seen.insert(child.get()).second)
+        stack.push_back({std::move(child), 0});
     } else {
       order.push_back(node);
       stack.pop_back();
@@ -89,15 +91,15 @@ std::vector<Variable::Node*> Variable::topological_order() {
 void Variable::backward(const Tensor& grad) {
   TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
   add_grad(grad.clone());
-  std::vector<Node*> order = topological_order();
+  std::vector<std::shared_ptr<Node>> order = topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node* node = *it;
+    std::shared_ptr<Node> node = std::move(*it);  // released at the end of this iteration
     if (!node->backward || !node->grad.defined()) continue;
     node->backward(node->inputs, node->grad);
     // Free the graph as we go: a second backward() through it is an error, not a silent reuse.
     node->backward = nullptr;
     node->inputs.clear();
-    if (node != node_.get()) node->grad = Tensor();
+    if (node != node_) node->grad = Tensor();
   }
 }
 

@@ -47,7 +47,7 @@ class Variable {
   };
   std::shared_ptr<Node> node_;
 
-  std::vector<Node*> topological_order();
+  std::vector<std::shared_ptr<Node>> topological_order();
 };
 
 bool grad_enabled();

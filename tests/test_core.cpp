@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/allocator.h"
+#include "core/cuda_runtime.h"
 #include "core/module.h"
 #include "core/tensor.h"
 #include "core/tensor_math.h"

@@ -180,9 +180,10 @@ TrainStatus Run::train_epoch(Progress& progress) {
     ++next_batch_;
     progress.update(next_batch_, sums_.loss / sums_.seen, double(sums_.correct) / sums_.seen,
                     sums_.seen / std::max(sums_.seconds, 1e-9));
-    if (stop_requested().load()) return TrainStatus::interrupted;
     if (o_.checkpoint_every > 0 && next_batch_ % o_.checkpoint_every == 0 && next_batch_ < batches)
       save("every " + std::to_string(o_.checkpoint_every) + " batches");
+    if (o_.on_batch_end) o_.on_batch_end(epoch_, next_batch_);
+    if (stop_requested().load()) return TrainStatus::interrupted;
   }
   return TrainStatus::completed;
 }

@@ -3,6 +3,7 @@
 // output, checkpoints every epoch, on Ctrl-C and on request, exact resume, and a clean stop on a
 // non-finite loss that keeps the last good checkpoint.
 #include <atomic>
+#include <functional>
 #include <filesystem>
 #include <iosfwd>
 #include <string>
@@ -31,6 +32,8 @@ struct TrainOptions {
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
   bool quiet = false;                    // no progress lines (tests)
+  // Called after every training step with the 0-based epoch and the 1-based batch just done.
+  std::function<void(int epoch, std::int64_t batch)> on_batch_end;
 };
 
 struct EpochMetrics {

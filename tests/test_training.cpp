@@ -1,0 +1,189 @@
+// End-to-end training on a slice of the real MNIST files: the loss falls, checkpoints round-trip,
+// a resumed run equals an uninterrupted one, Ctrl-C and divergence stop cleanly.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "apps/training/trainer.h"
+#include "core/checkpoint.h"
+#include "core/tensor_math.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+TrainOptions mnist_options(std::int64_t train_limit = 2048) {
+  TrainOptions o;
+  o.model = "lenet";
+  o.data = "mnist";
+  o.data_dir = testing::shared_data_dir() / "mnist";
+  o.epochs = 2;
+  o.batch_size = 64;
+  o.train_limit = train_limit;
+  o.test_limit = 1000;
+  o.quiet = true;
+  return o;
+}
+
+std::string run_quiet(const TrainOptions& o, TrainResult* result = nullptr) {
+  std::ostringstream out;
+  TrainResult r = train(o, out);
+  if (result) *result = r;
+  return out.str();
+}
+
+TEST(Training, LossFallsAndAccuracyRisesOnRealMnist) {
+  TrainResult r;
+  run_quiet(mnist_options(), &r);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
+  EXPECT_LT(r.epochs[0].train_loss, 2.0);  // below chance (ln 10 = 2.30)
+  EXPECT_GT(r.epochs[1].test_acc, 0.85);   // 2048 training images are enough for this
+  EXPECT_GE(r.epochs[1].test_acc, r.epochs[0].test_acc - 0.01);
+}
+
+TEST(Training, InterruptedRunResumesExactly) {
+  testing::TempDir straight_dir, split_dir;
+  TrainOptions o = mnist_options(512);  // 8 batches per epoch
+  o.checkpoint_dir = straight_dir.path();
+  TrainResult full;
+  run_quiet(o, &full);
+  ASSERT_EQ(full.status, TrainStatus::completed) << full.message;
+
+  // As if Ctrl-C came during batch 3 of epoch 2: the batch finishes, a checkpoint records it.
+  o.checkpoint_dir = split_dir.path();
+  o.on_batch_end = [](int epoch, std::int64_t batch) {
+    if (epoch == 1 && batch == 3) stop_requested() = true;
+  };
+  TrainResult stopped;
+  run_quiet(o, &stopped);
+  stop_requested() = false;
+  ASSERT_EQ(stopped.status, TrainStatus::interrupted);
+  ASSERT_EQ(stopped.epochs.size(), 1u);
+  const CheckpointData saved = load_checkpoint(checkpoint_path(split_dir.path()));
+  EXPECT_EQ(saved.value("epoch"), "1");
+  EXPECT_EQ(saved.value("next_batch"), "3");
+
+  o.on_batch_end = nullptr;
+  o.resume = true;
+  TrainResult resumed;
+  run_quiet(o, &resumed);
+  ASSERT_EQ(resumed.status, TrainStatus::completed) << resumed.message;
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.epochs[0].epoch, 2);
+  EXPECT_DOUBLE_EQ(resumed.epochs[0].train_loss, full.epochs[1].train_loss);
+  EXPECT_DOUBLE_EQ(resumed.epochs[0].test_acc, full.epochs[1].test_acc);
+
+  const CheckpointData a = load_checkpoint(checkpoint_path(straight_dir.path()));
+  const CheckpointData b = load_checkpoint(checkpoint_path(split_dir.path()));
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i)
+    EXPECT_EQ(max_abs_diff(a.tensors[i].second, b.tensors[i].second), 0.0) << a.tensors[i].first;
+}
+
+TEST(Training, CheckpointEveryNBatches) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(512);
+  o.epochs = 1;
+  o.checkpoint_dir = dir.path();
+  o.checkpoint_every = 3;
+  std::string seen;
+  o.on_batch_end = [&](int, std::int64_t batch) {
+    if (batch == 4) seen = load_checkpoint(checkpoint_path(dir.path())).value("next_batch");
+  };
+  run_quiet(o);
+  EXPECT_EQ(seen, "3");
+}
+
+TEST(Training, DivergenceStopsAndKeepsTheLastGoodCheckpoint) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(256);
+  o.epochs = 1;
+  o.checkpoint_dir = dir.path();
+  run_quiet(o);
+  const auto path = checkpoint_path(dir.path());
+  const auto good = std::filesystem::last_write_time(path);
+  o.epochs = 2;
+  o.resume = true;
+  o.lr = 1e12;
+  TrainResult r;
+  run_quiet(o, &r);
+  EXPECT_EQ(r.status, TrainStatus::diverged);
+  EXPECT_NE(r.message.find("NaN"), std::string::npos) << r.message;
+  EXPECT_EQ(std::filesystem::last_write_time(path), good);
+  EXPECT_NO_THROW(load_checkpoint(path));
+}
+
+TEST(Training, ResumeRefusesAnotherConfiguration) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(128);
+  o.epochs = 1;
+  o.checkpoint_dir = dir.path();
+  run_quiet(o);
+  o.resume = true;
+  o.epochs = 2;
+  o.batch_size = 32;
+  try {
+    run_quiet(o);
+    FAIL() << "resuming with another batch size must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch-size"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Training, CsvLogHasHeaderAndOneRowPerEpoch) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(256);
+  o.log_csv = dir.path() / "log.csv";
+  run_quiet(o);
+  std::ifstream in(o.log_csv);
+  std::string header, row1, row2, extra;
+  std::getline(in, header), std::getline(in, row1), std::getline(in, row2);
+  EXPECT_EQ(header.rfind("epoch,train_loss,train_acc,test_loss,test_acc,images_per_s,seconds", 0), 0u);
+  EXPECT_EQ(row1.rfind("1,", 0), 0u);
+  EXPECT_EQ(row2.rfind("2,", 0), 0u);
+  EXPECT_FALSE(std::getline(in, extra));
+}
+
+TEST(Checkpoint, RoundTripAndCorruptionIsReported) {
+  testing::TempDir dir;
+  CheckpointData data;
+  data.meta["epoch"] = "3";
+  data.tensors.emplace_back("w", Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}));
+  data.tensors.emplace_back("v", Tensor::from_vector(std::vector<double>{5, 6}, {2}));
+  const auto path = dir.path() / "c.ckpt";
+  save_checkpoint(path, data);
+  const CheckpointData back = load_checkpoint(path);
+  EXPECT_EQ(back.value("epoch"), "3");
+  EXPECT_EQ(max_abs_diff(back.tensor("w"), data.tensor("w")), 0.0);
+  EXPECT_EQ(back.tensor("v").dtype(), DType::f64);
+  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp." + std::to_string(::getpid())));
+
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto expect_error = [&](const std::string& content, const std::string& word) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    try {
+      load_checkpoint(path);
+      FAIL() << "expected an error mentioning " << word;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x5a;
+  expect_error(flipped, "CRC");
+  expect_error(bytes.substr(0, bytes.size() / 2), "corrupt");
+  expect_error("not a checkpoint at all", "magic");
+}
+
+}  // namespace
+}  // namespace tunecnn
