@@ -1,0 +1,84 @@
+// Inverted dropout. The mask is drawn serially, one 64-bit draw per element in element order,
+// so a given RNG state always yields the same mask whatever the thread count (checkpoint resume
+// and gradient checks rely on that); only the multiply runs as TBB tasks over disjoint chunks.
+// Backward multiplies by the same mask, the only thing the closure keeps.
+#include "ops/dropout.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <Eigen/Core>
+#include <sstream>
+
+namespace tunecnn {
+namespace {
+
+constexpr std::int64_t kGrain = 1 << 15;
+
+void check_p(double p) {
+  TUNECNN_CHECK(p >= 0.0 && p < 1.0, "dropout probability must be in [0, 1), got ", p);
+}
+
+}  // namespace
+
+void dropout_mask(Tensor& mask, double p, Rng& rng) {
+  check_p(p);
+  const double keep_scale = 1.0 / (1.0 - p);
+  dispatch_dtype(mask.dtype(), [&]<class T>() {
+    T* m = mask.data<T>();
+    for (std::int64_t i = 0, n = mask.numel(); i < n; ++i) {
+      // The top 53 bits as a double in [0, 1): exact, and cheaper than a distribution object.
+      const double u = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53;
+      m[i] = u < p ? T(0) : static_cast<T>(keep_scale);
+    }
+  });
+}
+
+void dropout_apply(const Tensor& a, const Tensor& b, Tensor& out) {
+  TUNECNN_CHECK(a.numel() == b.numel() && a.numel() == out.numel() && a.dtype() == b.dtype() &&
+                    a.dtype() == out.dtype(),
+                "dropout_apply: ", a.describe(), " * ", b.describe(), " -> ", out.describe());
+  dispatch_dtype(a.dtype(), [&]<class T>() {
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, a.numel(), kGrain),
+                      [&](const tbb::blocked_range<std::int64_t>& r) {
+                        const auto len = static_cast<Eigen::Index>(r.size());
+                        Eigen::Map<Array>(po + r.begin(), len) =
+                            Eigen::Map<const Array>(pa + r.begin(), len) *
+                            Eigen::Map<const Array>(pb + r.begin(), len);
+                      });
+  });
+}
+
+Variable dropout(const Variable& x, double p, bool training, Rng& rng) {
+  check_p(p);
+  if (!training || p == 0.0) return x;
+  Tensor mask = Tensor::empty_like(x.data());
+  dropout_mask(mask, p, rng);
+  Tensor y = Tensor::empty_like(x.data());
+  dropout_apply(x.data(), mask, y);
+  auto backward = [mask](std::vector<Variable>& in, const Tensor& dy) {
+    Tensor dx = Tensor::empty_like(mask);
+    dropout_apply(dy, mask, dx);
+    in[0].add_grad(dx);
+  };
+  return Variable(std::move(y), {x}, backward);
+}
+
+Dropout::Dropout(double p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng)) {
+  check_p(p);
+  TUNECNN_CHECK(rng_ != nullptr, "Dropout(p=", p, ") needs a random number generator");
+}
+
+Variable Dropout::forward(const Variable& input) { return dropout(input, p_, is_training(), *rng_); }
+
+std::string Dropout::describe() const {
+  std::ostringstream out;
+  out << "Dropout(p=" << p_ << ")";
+  return out.str();
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,30 @@
+#pragma once
+// Inverted dropout: in training each element is zeroed with probability p and the kept ones are
+// scaled by 1/(1-p), so evaluation is the identity and needs no rescaling.
+#include <memory>
+
+#include "core/module.h"
+#include "core/rng.h"
+
+namespace tunecnn {
+
+// Fills `mask` with 0 (dropped) or 1/(1-p) (kept), drawing from `rng` in element order.
+void dropout_mask(Tensor& mask, double p, Rng& rng);
+void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y);  // y = x * mask
+
+// Identity (the same Variable) when !training or p == 0. Requires 0 <= p < 1.
+Variable dropout(const Variable& x, double p, bool training, Rng& rng);
+
+class Dropout : public Module {
+ public:
+  // The RNG is shared with the trainer so that its state goes into checkpoints.
+  Dropout(double p, std::shared_ptr<Rng> rng);
+  Variable forward(const Variable& input) override;
+  std::string describe() const override;
+
+ private:
+  double p_;
+  std::shared_ptr<Rng> rng_;
+};
+
+}  // namespace tunecnn

@@ -1,0 +1,116 @@
+// Linear layer on OpenBLAS GEMM: forward y = x W^T, backward dx = dy W and dW = dy^T x, each one
+// GEMM over the whole batch (gemm() splits large products over TBB in fixed blocks). The bias
+// gradient is a column sum of dy done row by row in a fixed order, so it does not depend on
+// scheduling. Only 2-D inputs: convolutional features go through Flatten first.
+#include "ops/linear.h"
+
+#include <Eigen/Core>
+
+#include "core/init.h"
+#include "ops/blas.h"
+
+namespace tunecnn {
+namespace {
+
+template <class T> using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void check_shapes(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  TUNECNN_CHECK(x.ndim() == 2, "linear expects a 2-D input [batch, in_features], got ",
+                shape_str(x.shape()));
+  TUNECNN_CHECK(weight.ndim() == 2 && weight.dim(1) == x.dim(1), "linear weight ",
+                shape_str(weight.shape()), " does not match input ", shape_str(x.shape()));
+  TUNECNN_CHECK(x.dtype() == weight.dtype(), "linear input ", x.describe(), " and weight ",
+                weight.describe(), " differ in dtype");
+  if (!bias.defined()) return;
+  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == weight.dim(0) && bias.dtype() == x.dtype(),
+                "linear bias ", bias.describe(), " does not match weight ", weight.describe());
+}
+
+int as_int(std::int64_t v) { return static_cast<int>(v); }
+
+}  // namespace
+
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) {
+  const int batch = as_int(x.dim(0)), in = as_int(x.dim(1)), out = as_int(weight.dim(0));
+  dispatch_dtype(x.dtype(), [&]<class T>() {
+    T* py = y.data<T>();
+    gemm<T>(false, true, batch, out, in, T(1), x.data<T>(), in, weight.data<T>(), in, T(0), py, out);
+    if (!bias.defined()) return;
+    Eigen::Map<RowMatrix<T>> ym(py, batch, out);
+    Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> b(bias.data<T>(), out);
+    ym.rowwise() += b;
+  });
+}
+
+void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) {
+  const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(weight.dim(1));
+  dispatch_dtype(dy.dtype(), [&]<class T>() {
+    gemm<T>(false, false, batch, in, out, T(1), dy.data<T>(), out, weight.data<T>(), in, T(0),
+            dx.data<T>(), in);
+  });
+}
+
+void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight) {
+  const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(x.dim(1));
+  dispatch_dtype(dy.dtype(), [&]<class T>() {
+    gemm<T>(true, false, out, in, batch, T(1), dy.data<T>(), out, x.data<T>(), in, T(0),
+            dweight.data<T>(), in);
+  });
+}
+
+void linear_backward_bias(const Tensor& dy, Tensor& dbias) {
+  const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1));
+  dispatch_dtype(dy.dtype(), [&]<class T>() {
+    Eigen::Map<const RowMatrix<T>> g(dy.data<T>(), batch, out);
+    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> db(dbias.data<T>(), out);
+    db.setZero();
+    for (int r = 0; r < batch; ++r) db += g.row(r);
+  });
+}
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  const Tensor no_bias;
+  const Tensor& b = bias.defined() ? bias.data() : no_bias;
+  check_shapes(x.data(), weight.data(), b);
+  Tensor y = Tensor::empty({x.data().dim(0), weight.data().dim(0)}, x.data().dtype());
+  linear_forward(x.data(), weight.data(), b, y);
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  auto backward = [](std::vector<Variable>& in, const Tensor& dy) {
+    if (in[0].requires_grad()) {
+      Tensor dx = Tensor::empty_like(in[0].data());
+      linear_backward_data(dy, in[1].data(), dx);
+      in[0].add_grad(dx);
+    }
+    if (in[1].requires_grad()) {
+      Tensor dw = Tensor::empty_like(in[1].data());
+      linear_backward_weights(dy, in[0].data(), dw);
+      in[1].add_grad(dw);
+    }
+    if (in.size() > 2 && in[2].requires_grad()) {
+      Tensor db = Tensor::empty_like(in[2].data());
+      linear_backward_bias(dy, db);
+      in[2].add_grad(db);
+    }
+  };
+  return Variable(std::move(y), std::move(inputs), backward);
+}
+
+Linear::Linear(int in_features, int out_features, Rng& rng, bool bias)
+    : in_features_(in_features), out_features_(out_features) {
+  TUNECNN_CHECK(in_features > 0 && out_features > 0, "Linear(", in_features, "->", out_features,
+                "): sizes must be positive");
+  Tensor w = Tensor::empty({out_features, in_features});
+  kaiming_normal(w, in_features, rng);
+  weight_ = register_parameter("weight", std::move(w));
+  if (bias) bias_ = register_parameter("bias", Tensor::zeros({out_features}));
+}
+
+Variable Linear::forward(const Variable& input) { return linear(input, weight_, bias_); }
+
+std::string Linear::describe() const {
+  std::string text = "Linear(" + std::to_string(in_features_) + "->" + std::to_string(out_features_);
+  return text + (bias_.defined() ? ")" : ", no bias)");
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,28 @@
+#pragma once
+// A fully connected layer: y = x W^T + b with x [B, in], W [out, in], b [out].
+#include "core/module.h"
+#include "core/rng.h"
+
+namespace tunecnn {
+
+// Kernels. Outputs are overwritten; `bias` may be undefined.
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y);
+void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx);
+void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight);
+void linear_backward_bias(const Tensor& dy, Tensor& dbias);  // column sums of dy
+
+// `bias` may be an undefined Variable.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+
+class Linear : public Module {
+ public:
+  Linear(int in_features, int out_features, Rng& rng, bool bias = true);
+  Variable forward(const Variable& input) override;
+  std::string describe() const override;
+
+ private:
+  int in_features_, out_features_;
+  Variable weight_, bias_;
+};
+
+}  // namespace tunecnn
