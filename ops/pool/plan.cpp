@@ -1,0 +1,50 @@
+#include "ops/pool/plan.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "ops/pool/registry.h"
+
+namespace tunecnn {
+namespace {
+std::mutex g_planner_mutex;
+std::shared_ptr<PoolPlanner> g_default_planner = std::make_shared<FirstApplicablePoolPlanner>();
+
+bool accepts(const PoolSolver& solver, const PoolProblem& problem, Layout layout) {
+  const std::vector<Layout> layouts = solver.layouts(problem);
+  return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
+}
+
+PoolPlan first_applicable(const PoolProblem& problem, Layout layout) {
+  for (const PoolSolver* solver : cpu_pool_solvers())
+    if (accepts(*solver, problem, layout) && solver->applicable(problem, nullptr))
+      return {solver, solver->configs(problem).front()};
+  TUNECNN_FAIL("no pool solver is applicable to ", problem.key(), " in layout ", to_string(layout));
+}
+}  // namespace
+
+PoolLayerPlan FirstApplicablePoolPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
+  return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout),
+          first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout)};
+}
+
+std::shared_ptr<PoolPlanner> default_pool_planner() {
+  std::lock_guard lock(g_planner_mutex);
+  return g_default_planner;
+}
+
+void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner) {
+  TUNECNN_CHECK(planner != nullptr, "set_default_pool_planner: null planner");
+  std::lock_guard lock(g_planner_mutex);
+  g_default_planner = std::move(planner);
+}
+
+void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args) {
+  TUNECNN_CHECK(plan.solver != nullptr, "pool plan without a solver for ", problem.key());
+  std::string why;
+  TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(),
+                " is not applicable to ", problem.key(), ": ", why);
+  plan.solver->run(problem, plan.config, args);
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,39 @@
+#pragma once
+// How one pooling layer runs: a solver and config per direction, chosen once per problem (the
+// autotuner fills plans; until it has, the first applicable solver in registry order is used).
+#include <memory>
+
+#include "ops/pool/solver.h"
+
+namespace tunecnn {
+
+struct PoolPlan {
+  const PoolSolver* solver = nullptr;
+  TuneConfig config;
+};
+
+struct PoolLayerPlan {
+  PoolPlan fwd, bwd_data;
+};
+
+class PoolPlanner {
+ public:
+  virtual ~PoolPlanner() = default;
+  // `layout` is the memory order of the layer's input; the plan's solvers must accept it.
+  virtual PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) = 0;
+};
+
+// Registry order, first config: the untuned default.
+class FirstApplicablePoolPlanner final : public PoolPlanner {
+ public:
+  PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
+};
+
+// The planner pooling layers use; autotune replaces it.
+std::shared_ptr<PoolPlanner> default_pool_planner();
+void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner);
+
+// Checks the solver is applicable, then runs it.
+void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args);
+
+}  // namespace tunecnn

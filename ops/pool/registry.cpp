@@ -1,0 +1,23 @@
+#include "ops/pool/registry.h"
+
+#include <array>
+
+#include "ops/pool/direct.h"
+
+namespace tunecnn {
+namespace {
+const DirectPoolSolver kDirect;
+const std::array<const PoolSolver*, 1> kCpuSolvers{&kDirect};
+}  // namespace
+
+std::span<const PoolSolver* const> cpu_pool_solvers() { return kCpuSolvers; }
+
+const PoolSolver& direct_pool_solver() { return kDirect; }
+
+const PoolSolver* find_pool_solver(std::string_view name) {
+  for (const PoolSolver* solver : kCpuSolvers)
+    if (solver->name() == name) return solver;
+  return nullptr;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,34 @@
+#pragma once
+// The pooling solver contract, the same as ConvSolver's: stateless, one const instance per
+// algorithm, listed in an explicit registry (ops/pool/registry.h). Configs are tunables such as a
+// coarsening factor; TuneConfig and reject() come from the conv contract.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/conv/solver.h"
+#include "ops/pool/problem.h"
+
+namespace tunecnn {
+
+// The tensors of one call:
+//   fwd:      reads src                  writes dst
+//   bwd_data: reads diff_dst (and src,   writes diff_src
+//             for max: the argmax is recomputed from it)
+// Outputs are overwritten, never accumulated into. Layout tags say the memory order.
+struct PoolArgs {
+  Tensor src, dst, diff_src, diff_dst;
+};
+
+class PoolSolver {
+ public:
+  virtual ~PoolSolver() = default;
+  virtual std::string_view name() const = 0;  // stable id written to tuning caches; never rename
+  // A column of guard clauses; on false, `why` (if given) says which guard failed.
+  virtual bool applicable(const PoolProblem& problem, std::string* why) const = 0;
+  virtual std::vector<Layout> layouts(const PoolProblem&) const { return {Layout::NCHW}; }
+  virtual std::vector<TuneConfig> configs(const PoolProblem&) const { return {TuneConfig{}}; }
+  virtual void run(const PoolProblem& problem, const TuneConfig& config, const PoolArgs& args) const = 0;
+};
+
+}  // namespace tunecnn
