@@ -34,21 +34,21 @@ void dropout_mask(Tensor& mask, double p, Rng& rng) {
   });
 }
 
-void dropout_apply(const Tensor& a, const Tensor& b, Tensor& out) {
-  TUNECNN_CHECK(a.numel() == b.numel() && a.numel() == out.numel() && a.dtype() == b.dtype() &&
-                    a.dtype() == out.dtype(),
-                "dropout_apply: ", a.describe(), " * ", b.describe(), " -> ", out.describe());
-  dispatch_dtype(a.dtype(), [&]<class T>() {
+void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y) {
+  TUNECNN_CHECK(x.numel() == mask.numel() && x.numel() == y.numel() && x.dtype() == mask.dtype() &&
+                    x.dtype() == y.dtype(),
+                "dropout_apply: ", x.describe(), " * ", mask.describe(), " -> ", y.describe());
+  dispatch_dtype(x.dtype(), [&]<class T>() {
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, a.numel(), kGrain),
+    const T* px = x.data<T>();
+    const T* pm = mask.data<T>();
+    T* py = y.data<T>();
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, x.numel(), kGrain),
                       [&](const tbb::blocked_range<std::int64_t>& r) {
                         const auto len = static_cast<Eigen::Index>(r.size());
-                        Eigen::Map<Array>(po + r.begin(), len) =
-                            Eigen::Map<const Array>(pa + r.begin(), len) *
-                            Eigen::Map<const Array>(pb + r.begin(), len);
+                        Eigen::Map<Array>(py + r.begin(), len) =
+                            Eigen::Map<const Array>(px + r.begin(), len) *
+                            Eigen::Map<const Array>(pm + r.begin(), len);
                       });
   });
 }
@@ -73,7 +73,9 @@ Dropout::Dropout(double p, std::shared_ptr<Rng> rng) : p_(p), rng_(std::move(rng
   TUNECNN_CHECK(rng_ != nullptr, "Dropout(p=", p, ") needs a random number generator");
 }
 
-Variable Dropout::forward(const Variable& input) { return dropout(input, p_, is_training(), *rng_); }
+Variable Dropout::forward(const Variable& input) {
+  return dropout(input, p_, is_training(), *rng_);
+}
 
 std::string Dropout::describe() const {
   std::ostringstream out;

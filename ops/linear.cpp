@@ -12,7 +12,8 @@
 namespace tunecnn {
 namespace {
 
-template <class T> using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 void check_shapes(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   TUNECNN_CHECK(x.ndim() == 2, "linear expects a 2-D input [batch, in_features], got ",
@@ -26,7 +27,9 @@ void check_shapes(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 "linear bias ", bias.describe(), " does not match weight ", weight.describe());
 }
 
-int as_int(std::int64_t v) { return static_cast<int>(v); }
+int as_int(std::int64_t v) {
+  return static_cast<int>(v);
+}
 
 }  // namespace
 
@@ -34,7 +37,8 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, T
   const int batch = as_int(x.dim(0)), in = as_int(x.dim(1)), out = as_int(weight.dim(0));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     T* py = y.data<T>();
-    gemm<T>(false, true, batch, out, in, T(1), x.data<T>(), in, weight.data<T>(), in, T(0), py, out);
+    gemm<T>(false, true, batch, out, in, T(1), x.data<T>(), in, weight.data<T>(), in, T(0), py,
+            out);
     if (!bias.defined()) return;
     Eigen::Map<RowMatrix<T>> ym(py, batch, out);
     Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> b(bias.data<T>(), out);
@@ -106,10 +110,13 @@ Linear::Linear(int in_features, int out_features, Rng& rng, bool bias)
   if (bias) bias_ = register_parameter("bias", Tensor::zeros({out_features}));
 }
 
-Variable Linear::forward(const Variable& input) { return linear(input, weight_, bias_); }
+Variable Linear::forward(const Variable& input) {
+  return linear(input, weight_, bias_);
+}
 
 std::string Linear::describe() const {
-  std::string text = "Linear(" + std::to_string(in_features_) + "->" + std::to_string(out_features_);
+  std::string text =
+      "Linear(" + std::to_string(in_features_) + "->" + std::to_string(out_features_);
   return text + (bias_.defined() ? ")" : ", no bias)");
 }
 

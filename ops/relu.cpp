@@ -14,17 +14,20 @@ namespace {
 // Elementwise work below this size is cheaper than waking a second thread.
 constexpr std::int64_t kGrain = 1 << 15;
 
-template <class T> using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T> using MutArray = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArray = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using MutArray = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-template <class Body> void for_chunks(std::int64_t n, Body body) {
+template <class Body>
+void for_chunks(std::int64_t n, Body body) {
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kGrain),
                     [&](const tbb::blocked_range<std::int64_t>& r) { body(r.begin(), r.size()); });
 }
 
 void check_same(const Tensor& a, const Tensor& b, const char* what) {
-  TUNECNN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), "relu ", what, ": ",
-                a.describe(), " and ", b.describe(), " differ");
+  TUNECNN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), "relu ", what, ": ", a.describe(),
+                " and ", b.describe(), " differ");
 }
 
 }  // namespace

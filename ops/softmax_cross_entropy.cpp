@@ -22,8 +22,10 @@
 namespace tunecnn {
 namespace {
 
-template <class T> using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T> using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 void check_logits(const Tensor& logits) {
   TUNECNN_CHECK(logits.ndim() == 2 && logits.dim(1) > 0,
@@ -35,14 +37,17 @@ void check_labels(const Tensor& logits, const std::vector<std::int32_t>& labels)
                 " labels for logits ", shape_str(logits.shape()));
   const std::int64_t classes = logits.dim(1);
   for (std::size_t row = 0; row < labels.size(); ++row)
-    TUNECNN_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " in row ",
-                  row, " is outside [0, ", classes, ")");
+    TUNECNN_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " in row ", row,
+                  " is outside [0, ", classes, ")");
 }
 
 // Rows per task: enough work to amortise the task, at least one row.
-std::int64_t row_grain(std::int64_t classes) { return std::max<std::int64_t>(1, 4096 / classes); }
+std::int64_t row_grain(std::int64_t classes) {
+  return std::max<std::int64_t>(1, 4096 / classes);
+}
 
-template <class Body> void for_rows(const Tensor& logits, Body body) {
+template <class Body>
+void for_rows(const Tensor& logits, Body body) {
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, logits.dim(0), row_grain(logits.dim(1))),
                     [&](const tbb::blocked_range<std::int64_t>& r) {
                       for (std::int64_t row = r.begin(); row < r.end(); ++row) body(row);
@@ -50,7 +55,8 @@ template <class Body> void for_rows(const Tensor& logits, Body body) {
 }
 
 // Writes exp(x - max) into out and returns log(sum(exp(x))).
-template <class T> T shifted_exp(const T* x, T* out, Eigen::Index classes) {
+template <class T>
+T shifted_exp(const T* x, T* out, Eigen::Index classes) {
   ConstRow<T> in(x, classes);
   const T max = in.maxCoeff();
   MutRow<T> e(out, classes);
@@ -90,8 +96,8 @@ double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std
 void softmax(const Tensor& logits, Tensor& probs) {
   check_logits(logits);
   if (!probs.defined()) probs = Tensor::empty(logits.shape(), logits.dtype());
-  TUNECNN_CHECK(probs.shape() == logits.shape() && probs.dtype() == logits.dtype(), "softmax output ",
-                probs.describe(), " does not match logits ", logits.describe());
+  TUNECNN_CHECK(probs.shape() == logits.shape() && probs.dtype() == logits.dtype(),
+                "softmax output ", probs.describe(), " does not match logits ", logits.describe());
   const std::int64_t classes = logits.dim(1);
   dispatch_dtype(logits.dtype(), [&]<class T>() {
     for_rows(logits, [&](std::int64_t row) {

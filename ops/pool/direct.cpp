@@ -32,7 +32,8 @@ int divisor(const PoolProblem& p, const Window& w) {
   return p.count_include_pad ? p.kh * p.kw : (w.y1 - w.y0) * (w.x1 - w.x0);
 }
 
-template <class T> int argmax_in(const T* plane, int iw, const Window& w) {
+template <class T>
+int argmax_in(const T* plane, int iw, const Window& w) {
   int best = w.y0 * iw + w.x0;
   T best_value = plane[best];
   for (int y = w.y0; y < w.y1; ++y)
@@ -44,19 +45,23 @@ template <class T> int argmax_in(const T* plane, int iw, const Window& w) {
   return best;
 }
 
-template <class T> void max_fwd(const PoolProblem& p, const T* src, T* dst) {
+template <class T>
+void max_fwd(const PoolProblem& p, const T* src, T* dst) {
   for (int oy = 0; oy < p.oh(); ++oy)
-    for (int ox = 0; ox < p.ow(); ++ox) dst[oy * p.ow() + ox] = src[argmax_in(src, p.iw, window_at(p, oy, ox))];
+    for (int ox = 0; ox < p.ow(); ++ox)
+      dst[oy * p.ow() + ox] = src[argmax_in(src, p.iw, window_at(p, oy, ox))];
 }
 
-template <class T> void max_bwd(const PoolProblem& p, const T* src, const T* diff_dst, T* diff_src) {
+template <class T>
+void max_bwd(const PoolProblem& p, const T* src, const T* diff_dst, T* diff_src) {
   std::fill(diff_src, diff_src + p.ih * p.iw, T(0));
   for (int oy = 0; oy < p.oh(); ++oy)
     for (int ox = 0; ox < p.ow(); ++ox)
       diff_src[argmax_in(src, p.iw, window_at(p, oy, ox))] += diff_dst[oy * p.ow() + ox];
 }
 
-template <class T> void avg_fwd(const PoolProblem& p, const T* src, T* dst) {
+template <class T>
+void avg_fwd(const PoolProblem& p, const T* src, T* dst) {
   for (int oy = 0; oy < p.oh(); ++oy)
     for (int ox = 0; ox < p.ow(); ++ox) {
       const Window w = window_at(p, oy, ox);
@@ -67,7 +72,8 @@ template <class T> void avg_fwd(const PoolProblem& p, const T* src, T* dst) {
     }
 }
 
-template <class T> void avg_bwd(const PoolProblem& p, const T* diff_dst, T* diff_src) {
+template <class T>
+void avg_bwd(const PoolProblem& p, const T* diff_dst, T* diff_src) {
   std::fill(diff_src, diff_src + p.ih * p.iw, T(0));
   for (int oy = 0; oy < p.oh(); ++oy)
     for (int ox = 0; ox < p.ow(); ++ox) {
@@ -78,23 +84,27 @@ template <class T> void avg_bwd(const PoolProblem& p, const T* diff_dst, T* diff
     }
 }
 
-void check_arg(const Tensor& t, const Shape& shape, DType dt, const char* role, const PoolProblem& p) {
+void check_arg(const Tensor& t, const Shape& shape, DType dt, const char* role,
+               const PoolProblem& p) {
   TUNECNN_CHECK(t.defined() && t.shape() == shape && t.dtype() == dt && t.layout() == Layout::NCHW,
                 "pool_direct ", role, " ", t.defined() ? t.describe() : "undefined",
                 " does not fit ", p.key());
 }
 
 // Runs body(plane) for every (n, c) plane, several small planes per task.
-template <class Body> void for_planes(const PoolProblem& p, Body body) {
+template <class Body>
+void for_planes(const PoolProblem& p, Body body) {
   const std::int64_t planes = static_cast<std::int64_t>(p.mb) * p.c;
-  const std::int64_t grain = std::max<std::int64_t>(1, 16384 / (static_cast<std::int64_t>(p.ih) * p.iw));
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 16384 / (static_cast<std::int64_t>(p.ih) * p.iw));
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, planes, grain),
                     [&](const tbb::blocked_range<std::int64_t>& r) {
                       for (std::int64_t i = r.begin(); i < r.end(); ++i) body(i);
                     });
 }
 
-template <class T> void run_typed(const PoolProblem& p, const PoolArgs& a) {
+template <class T>
+void run_typed(const PoolProblem& p, const PoolArgs& a) {
   const std::int64_t in_plane = static_cast<std::int64_t>(p.ih) * p.iw;
   const std::int64_t out_plane = static_cast<std::int64_t>(p.oh()) * p.ow();
   const bool max = p.kind == PoolKind::max;
@@ -103,8 +113,10 @@ template <class T> void run_typed(const PoolProblem& p, const PoolArgs& a) {
     Tensor dst_handle = a.dst;  // PoolArgs is const, the storage it names is not
     T* dst = dst_handle.data<T>();
     for_planes(p, [&](std::int64_t i) {
-      if (max) max_fwd(p, src + i * in_plane, dst + i * out_plane);
-      else avg_fwd(p, src + i * in_plane, dst + i * out_plane);
+      if (max)
+        max_fwd(p, src + i * in_plane, dst + i * out_plane);
+      else
+        avg_fwd(p, src + i * in_plane, dst + i * out_plane);
     });
     return;
   }
@@ -113,8 +125,10 @@ template <class T> void run_typed(const PoolProblem& p, const PoolArgs& a) {
   T* diff_src = diff_src_handle.data<T>();
   const T* src = max ? a.src.data<T>() : nullptr;
   for_planes(p, [&](std::int64_t i) {
-    if (max) max_bwd(p, src + i * in_plane, diff_dst + i * out_plane, diff_src + i * in_plane);
-    else avg_bwd(p, diff_dst + i * out_plane, diff_src + i * in_plane);
+    if (max)
+      max_bwd(p, src + i * in_plane, diff_dst + i * out_plane, diff_src + i * in_plane);
+    else
+      avg_bwd(p, diff_dst + i * out_plane, diff_src + i * in_plane);
   });
 }
 
@@ -125,7 +139,8 @@ bool DirectPoolSolver::applicable(const PoolProblem& problem, std::string* why) 
   return true;
 }
 
-void DirectPoolSolver::run(const PoolProblem& problem, const TuneConfig&, const PoolArgs& args) const {
+void DirectPoolSolver::run(const PoolProblem& problem, const TuneConfig&,
+                           const PoolArgs& args) const {
   problem.validate();
   const bool needs_src = problem.dir == Direction::fwd || problem.kind == PoolKind::max;
   if (needs_src) check_arg(args.src, problem.src_shape(), problem.dt, "src", problem);

@@ -9,7 +9,8 @@ class DirectPoolSolver final : public PoolSolver {
  public:
   std::string_view name() const override { return "pool_direct"; }
   bool applicable(const PoolProblem& problem, std::string* why) const override;
-  void run(const PoolProblem& problem, const TuneConfig& config, const PoolArgs& args) const override;
+  void run(const PoolProblem& problem, const TuneConfig& config,
+           const PoolArgs& args) const override;
 };
 
 }  // namespace tunecnn

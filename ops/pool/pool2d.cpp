@@ -5,7 +5,8 @@
 namespace tunecnn {
 namespace {
 
-Variable pool2d(const Variable& x, PoolKind kind, const PoolGeometry& geometry, bool count_include_pad) {
+Variable pool2d(const Variable& x, PoolKind kind, const PoolGeometry& geometry,
+                bool count_include_pad) {
   const Tensor& src = x.data();
   const PoolProblem problem = pool_problem(src, kind, geometry, count_include_pad);
   const PoolLayerPlan plan = default_pool_planner()->plan(problem, src.layout());
@@ -33,7 +34,8 @@ std::string geometry_str(const char* name, const PoolGeometry& g) {
 
 PoolProblem pool_problem(const Tensor& x, PoolKind kind, const PoolGeometry& geometry,
                          bool count_include_pad) {
-  TUNECNN_CHECK(x.ndim() == 4, "pooling expects a 4-D input [N, C, H, W], got ", shape_str(x.shape()));
+  TUNECNN_CHECK(x.ndim() == 4, "pooling expects a 4-D input [N, C, H, W], got ",
+                shape_str(x.shape()));
   PoolProblem p;
   p.kind = kind;
   p.mb = static_cast<int>(x.dim(0)), p.c = static_cast<int>(x.dim(1));
@@ -57,11 +59,15 @@ Variable avg_pool2d(const Variable& x, PoolGeometry geometry, bool count_include
 MaxPool2d::MaxPool2d(int kernel, int stride, int padding)
     : geometry_(PoolGeometry::square(kernel, stride, padding)) {}
 
-std::string MaxPool2d::describe() const { return geometry_str("MaxPool2d", geometry_); }
+std::string MaxPool2d::describe() const {
+  return geometry_str("MaxPool2d", geometry_);
+}
 
 AvgPool2d::AvgPool2d(int kernel, int stride, int padding)
     : geometry_(PoolGeometry::square(kernel, stride, padding)) {}
 
-std::string AvgPool2d::describe() const { return geometry_str("AvgPool2d", geometry_); }
+std::string AvgPool2d::describe() const {
+  return geometry_str("AvgPool2d", geometry_);
+}
 
 }  // namespace tunecnn

@@ -10,9 +10,13 @@ const DirectPoolSolver kDirect;
 const std::array<const PoolSolver*, 1> kCpuSolvers{&kDirect};
 }  // namespace
 
-std::span<const PoolSolver* const> cpu_pool_solvers() { return kCpuSolvers; }
+std::span<const PoolSolver* const> cpu_pool_solvers() {
+  return kCpuSolvers;
+}
 
-const PoolSolver& direct_pool_solver() { return kDirect; }
+const PoolSolver& direct_pool_solver() {
+  return kDirect;
+}
 
 const PoolSolver* find_pool_solver(std::string_view name) {
   for (const PoolSolver* solver : kCpuSolvers)

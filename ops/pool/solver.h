@@ -28,7 +28,8 @@ class PoolSolver {
   virtual bool applicable(const PoolProblem& problem, std::string* why) const = 0;
   virtual std::vector<Layout> layouts(const PoolProblem&) const { return {Layout::NCHW}; }
   virtual std::vector<TuneConfig> configs(const PoolProblem&) const { return {TuneConfig{}}; }
-  virtual void run(const PoolProblem& problem, const TuneConfig& config, const PoolArgs& args) const = 0;
+  virtual void run(const PoolProblem& problem, const TuneConfig& config,
+                   const PoolArgs& args) const = 0;
 };
 
 }  // namespace tunecnn
