@@ -80,14 +80,16 @@ void im2col(const ConvProblem& p, int icg, const T* src, T* col) {
             std::fill(col, col + ow, T(0));
             continue;
           }
-          const T* in = plane + iy * p.iw + r.lo * p.sw - p.pw + kj;
-          std::fill(col, col + r.lo, T(0));
+          // Rows are short (tens of values): inline loops beat memcpy/memset calls here.
+          const T* in = plane + iy * p.iw;
+          const int shift = kj - p.pw;
+          for (int x = 0; x < r.lo; ++x) col[x] = T(0);
           if (p.sw == 1) {
-            std::copy(in, in + (r.hi - r.lo), col + r.lo);
+            for (int x = r.lo; x < r.hi; ++x) col[x] = in[x + shift];
           } else {
-            for (int x = r.lo; x < r.hi; ++x) col[x] = in[(x - r.lo) * p.sw];
+            for (int x = r.lo; x < r.hi; ++x) col[x] = in[x * p.sw + shift];
           }
-          std::fill(col + r.hi, col + ow, T(0));
+          for (int x = r.hi; x < ow; ++x) col[x] = T(0);
         }
       }
   }
@@ -105,8 +107,13 @@ void col2im_add(const ConvProblem& p, int icg, const T* col, T* src) {
         for (int y = 0; y < oh; ++y, col += ow) {
           const int iy = y * p.sh - p.ph + ki;
           if (iy < 0 || iy >= p.ih) continue;
-          T* out = plane + iy * p.iw + r.lo * p.sw - p.pw + kj;
-          for (int x = r.lo; x < r.hi; ++x) out[(x - r.lo) * p.sw] += col[x];
+          T* out = plane + iy * p.iw;
+          const int shift = kj - p.pw;
+          if (p.sw == 1) {
+            for (int x = r.lo; x < r.hi; ++x) out[x + shift] += col[x];
+          } else {
+            for (int x = r.lo; x < r.hi; ++x) out[x * p.sw + shift] += col[x];
+          }
         }
       }
   }
