@@ -25,8 +25,11 @@ struct Shape2d {
   }
 };
 
-void PrintTo(const Shape2d& shape, std::ostream* os) { *os << shape.name; }
+void PrintTo(const Shape2d& shape, std::ostream* os) {
+  *os << shape.name;
+}
 
+// clang-format off
 const Shape2d kShapes[] = {
     // name          mb  ic  ih  iw  oc kh kw sh sw ph pw  g
     {"batch1",        1,  3,  8,  8,  4, 3, 3, 1, 1, 1, 1, 1},
@@ -48,6 +51,7 @@ const Shape2d kShapes[] = {
     {"lenet_conv1",   8,  1, 28, 28, 16, 5, 5, 1, 1, 2, 2, 1},
     {"lenet_conv2",   8, 16, 14, 14, 16, 5, 5, 1, 1, 2, 2, 1},
 };
+// clang-format on
 
 const Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
 
@@ -132,8 +136,8 @@ INSTANTIATE_TEST_SUITE_P(AllSolvers, ConvSolverTest,
 
 // The workspace contract: what workspace_bytes() promises is all run_conv allocates, and the
 // solver uses that much and no more.
-const Shape2d kWorkspaceShapes[] = {kShapes[0], kShapes[2], kShapes[6], kShapes[9],
-                                    kShapes[12], kShapes[17]};
+const Shape2d kWorkspaceShapes[] = {kShapes[0], kShapes[2],  kShapes[6],
+                                    kShapes[9], kShapes[12], kShapes[17]};
 
 using WorkspaceCase = std::tuple<std::string, Direction, Shape2d>;
 
@@ -198,9 +202,9 @@ TEST(ConvSolvers, Im2colBackwardWeightsIsDeterministic) {
   const ConvArgs first = make_args(p, 9), second = make_args(p, 9);
   run_conv({&im2col, {}}, p, first);
   run_conv({&im2col, {}}, p, second);
-  EXPECT_EQ(std::memcmp(first.diff_wei.raw_data(), second.diff_wei.raw_data(),
-                        first.diff_wei.nbytes()),
-            0);
+  EXPECT_EQ(
+      std::memcmp(first.diff_wei.raw_data(), second.diff_wei.raw_data(), first.diff_wei.nbytes()),
+      0);
 }
 
 TEST(ConvSolvers, ApplicableToEveryWellFormedProblem) {
@@ -253,7 +257,7 @@ TEST(ConvBias, AddAndReduce) {
   const Tensor b = Tensor::from_vector(std::vector<double>{1, 2, 3}, {3});
   add_bias(y, b);
   EXPECT_EQ(y.data<double>()[0], 2.0);
-  EXPECT_EQ(y.data<double>()[4], 3.0);     // n0, c1
+  EXPECT_EQ(y.data<double>()[4], 3.0);       // n0, c1
   EXPECT_EQ(y.data<double>()[12 + 8], 4.0);  // n1, c2
   Tensor db = Tensor::zeros({3}, DType::f64);
   bias_grad(y, db);
@@ -313,7 +317,8 @@ TEST(Conv2dModule, DefaultPlanPrefersIm2colAndNoBiasIsHonoured) {
   EXPECT_EQ(y.shape(), (Shape{2, 16, 28, 28}));
   ASSERT_EQ(conv.plans().size(), 1u);
   EXPECT_EQ(conv.plans()[0].second.fwd.solver->name(), "im2col_gemm");
-  EXPECT_EQ(conv.plans()[0].first.key(), "conv fwd mb2 ic1 ih28 iw28 oc16 kh5 kw5 sh1 sw1 ph2 pw2 g1");
+  EXPECT_EQ(conv.plans()[0].first.key(),
+            "conv fwd mb2 ic1 ih28 iw28 oc16 kh5 kw5 sh1 sw1 ph2 pw2 g1");
 }
 
 TEST(Conv2dOp, ShapeErrorsNameTheShapes) {

@@ -31,7 +31,9 @@ const GradCase kCases[] = {
     {"depthwise_stride2", {2, 3, 5, 5}, {3, 1, 3, 3}, {2, 1, 3}},
 };
 
-void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const GradCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 using Case = std::tuple<std::string, GradCase>;
 

@@ -8,8 +8,8 @@ namespace {
 void check_bias_shapes(const char* what, const Tensor& act, const Tensor& bias) {
   TUNECNN_CHECK(act.ndim() == 4 && act.layout() == Layout::NCHW, what,
                 ": activations must be 4-D NCHW, got ", act.describe());
-  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == act.dim(1) && bias.dtype() == act.dtype(),
-                what, ": bias ", bias.describe(), " does not match activations ", act.describe());
+  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == act.dim(1) && bias.dtype() == act.dtype(), what,
+                ": bias ", bias.describe(), " does not match activations ", act.describe());
 }
 
 }  // namespace

@@ -31,10 +31,15 @@ ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeomet
                 shape_str(x.shape()));
   TUNECNN_CHECK(x.dtype() == weight.dtype(), "conv2d input ", x.describe(), " and weight ",
                 weight.describe(), " differ in dtype");
-  auto i = [](std::int64_t v) { return static_cast<int>(v); };
-  ConvProblem p{Direction::fwd, i(x.dim(0)), i(x.dim(1)), i(x.dim(2)), i(x.dim(3)),
-                i(weight.dim(0)), i(weight.dim(2)), i(weight.dim(3)), geo.stride, geo.stride,
-                geo.padding, geo.padding, geo.groups, x.dtype()};
+  ConvProblem p;
+  p.mb = static_cast<int>(x.dim(0)), p.ic = static_cast<int>(x.dim(1));
+  p.ih = static_cast<int>(x.dim(2)), p.iw = static_cast<int>(x.dim(3));
+  p.oc = static_cast<int>(weight.dim(0));
+  p.kh = static_cast<int>(weight.dim(2)), p.kw = static_cast<int>(weight.dim(3));
+  p.sh = p.sw = geo.stride;
+  p.ph = p.pw = geo.padding;
+  p.g = geo.groups;
+  p.dt = x.dtype();
   p.validate();
   return p;
 }
@@ -92,15 +97,16 @@ Variable Conv2d::forward(const Variable& input) {
   const ConvProblem problem = conv_problem(input.data(), weight_.data(), geo_);
   const std::string key = problem.key();
   auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, std::pair{problem, planner_->plan(problem)}).first;
+  if (it == plans_.end())
+    it = plans_.emplace(key, std::pair{problem, planner_->plan(problem)}).first;
   return conv2d(input, weight_, bias_, geo_, it->second.second);
 }
 
 std::string Conv2d::describe() const {
   std::string out = "Conv2d(" + std::to_string(in_channels_) + "->" +
                     std::to_string(out_channels_) + ", " + std::to_string(kernel_) + "x" +
-                    std::to_string(kernel_) + ", stride " + std::to_string(geo_.stride) +
-                    ", pad " + std::to_string(geo_.padding);
+                    std::to_string(kernel_) + ", stride " + std::to_string(geo_.stride) + ", pad " +
+                    std::to_string(geo_.padding);
   if (geo_.groups > 1) out += ", groups " + std::to_string(geo_.groups);
   if (!bias_.defined()) out += ", no bias";
   return out + ")";

@@ -19,6 +19,9 @@ bool nchw_problem_applicable(const ConvProblem& problem, std::string* why);
 // of the problem's dtype and shapes.
 void check_nchw_args(const ConvProblem& problem, const ConvArgs& args);
 // ConvArgs holds its outputs by const reference; after check_nchw_args they are known writable.
-template <class T> T* writable(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
+template <class T>
+T* writable(const Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
 
 }  // namespace tunecnn

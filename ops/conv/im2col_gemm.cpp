@@ -39,16 +39,17 @@ struct Lowering {
         image_is_col(p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0) {
     const std::size_t elem = dtype_size(p.dt);
     col_bytes = image_is_col ? 0 : align_up(static_cast<std::size_t>(k) * ohw * elem);
-    partial_bytes = p.dir == Direction::bwd_weights
-                        ? align_up(static_cast<std::size_t>(p.oc) * k * elem)
-                        : 0;
+    partial_bytes =
+        p.dir == Direction::bwd_weights ? align_up(static_cast<std::size_t>(p.oc) * k * elem) : 0;
   }
   // Slot 0 accumulates straight into diff_wei, so only the other slots need a partial.
   std::size_t total_bytes() const { return slots * col_bytes + (slots - 1) * partial_bytes; }
-  template <class T> T* col(Workspace ws, int slot) const {
+  template <class T>
+  T* col(Workspace ws, int slot) const {
     return reinterpret_cast<T*>(ws.as<char>() + slot * col_bytes);
   }
-  template <class T> T* partial(Workspace ws, int slot) const {
+  template <class T>
+  T* partial(Workspace ws, int slot) const {
     return reinterpret_cast<T*>(ws.as<char>() + slots * col_bytes + (slot - 1) * partial_bytes);
   }
 };
@@ -123,7 +124,8 @@ template <class T>
 using GemmFn = void (*)(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, int);
 
 // One slot alone may use the TBB-parallel GEMM; several slots already occupy the cores.
-template <class T> GemmFn<T> gemm_for(const Lowering& l) {
+template <class T>
+GemmFn<T> gemm_for(const Lowering& l) {
   return l.slots == 1 ? &gemm<T> : &gemm_serial<T>;
 }
 
@@ -160,8 +162,8 @@ void bwd_data_image(const ConvProblem& p, const Lowering& l, const ConvArgs& arg
 
 // Accumulates image n's contribution into acc (a full dW); `first` overwrites instead.
 template <class T>
-void bwd_weights_image(const ConvProblem& p, const Lowering& l, const ConvArgs& args, int n,
-                       T* col, T* acc, bool first) {
+void bwd_weights_image(const ConvProblem& p, const Lowering& l, const ConvArgs& args, int n, T* col,
+                       T* acc, bool first) {
   const std::size_t src_group = static_cast<std::size_t>(l.icg) * p.ih * p.iw;
   const std::size_t dst_group = static_cast<std::size_t>(l.ocg) * l.ohw;
   for (int gi = 0; gi < p.g; ++gi) {
@@ -210,8 +212,7 @@ bool Im2colGemmSolver::applicable(const ConvProblem& problem, std::string* why) 
   return nchw_problem_applicable(problem, why);
 }
 
-std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem,
-                                              const TuneConfig&) const {
+std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem, const TuneConfig&) const {
   return Lowering(problem).total_bytes();
 }
 

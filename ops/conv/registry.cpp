@@ -16,9 +16,13 @@ const std::array<const ConvSolver*, 2> kCpuSolvers = {&kIm2colGemm, &kDirect};
 
 }  // namespace
 
-std::span<const ConvSolver* const> cpu_conv_solvers() { return kCpuSolvers; }
+std::span<const ConvSolver* const> cpu_conv_solvers() {
+  return kCpuSolvers;
+}
 
-const ConvSolver& direct_conv_solver() { return kDirect; }
+const ConvSolver& direct_conv_solver() {
+  return kDirect;
+}
 
 const ConvSolver* find_conv_solver(std::string_view name) {
   for (const ConvSolver* solver : kCpuSolvers)
