@@ -75,36 +75,63 @@ class PlainSource final : public ByteSource {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
 };
 
+// Drives inflate itself rather than gzread: gzread accepts a file whose 8-byte trailer was cut
+// off, so the CRC would go unchecked; here a stream counts as complete only at Z_STREAM_END.
 class GzipSource final : public ByteSource {
  public:
   explicit GzipSource(const std::filesystem::path& path)
-      : name_(path.string()), file_(gzopen(path.c_str(), "rb"), &gzclose_r) {
-    TUNECNN_CHECK(file_ != nullptr, name_, ": cannot open for reading: ", std::strerror(errno));
-    gzbuffer(file_.get(), 1u << 18);  // zlib's 8 KiB default makes a 47 MB file slow
+      : name_(path.string()), compressed_(path), input_(kInputBytes) {
+    const int ret = inflateInit2(&stream_, 15 + 16);  // 15-bit window, gzip wrapper only
+    TUNECNN_CHECK(ret == Z_OK, name_, ": cannot start zlib: ", zError(ret));
   }
+  ~GzipSource() override { inflateEnd(&stream_); }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
 
   std::size_t read(std::uint8_t* dst, std::size_t n) override {
     std::size_t total = 0;
     while (total < n) {
-      const auto want = static_cast<unsigned>(std::min<std::size_t>(n - total, INT_MAX));
-      const int got = gzread(file_.get(), dst + total, want);
-      check_stream();
-      if (got <= 0) break;
-      total += static_cast<std::size_t>(got);
+      if (stream_.avail_in == 0 && !refill()) break;
+      const auto want = static_cast<uInt>(std::min<std::size_t>(n - total, UINT_MAX));
+      stream_.next_out = dst + total;
+      stream_.avail_out = want;
+      member_started_ = true;
+      const int ret = inflate(&stream_, Z_NO_FLUSH);
+      total += want - stream_.avail_out;
+      if (ret == Z_STREAM_END)
+        next_member();
+      else if (ret != Z_OK)
+        fail(ret);
     }
     return total;
   }
 
  private:
+  static constexpr std::size_t kInputBytes = std::size_t{1} << 18;
   std::string name_;
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file_;
+  PlainSource compressed_;
+  std::vector<std::uint8_t> input_;
+  z_stream stream_{};
+  bool member_started_ = false;
 
-  void check_stream() {
-    int code = Z_OK;
-    const char* message = gzerror(file_.get(), &code);
-    if (code == Z_OK) return;
-    if (code == Z_ERRNO) TUNECNN_FAIL(name_, ": read error: ", std::strerror(errno));
-    if (code == Z_BUF_ERROR) TUNECNN_FAIL(name_, ": truncated gzip stream (zlib: ", message, ")");
+  // False at a clean end of the compressed file; throws if it ends inside a gzip member.
+  bool refill() {
+    stream_.next_in = input_.data();
+    stream_.avail_in = static_cast<uInt>(compressed_.read(input_.data(), input_.size()));
+    TUNECNN_CHECK(stream_.avail_in > 0 || !member_started_, name_,
+                  ": truncated gzip stream (the file ends inside compressed data, after ",
+                  stream_.total_out, " bytes of this member)");
+    return stream_.avail_in > 0;
+  }
+
+  // gzip allows several members back to back; their outputs concatenate.
+  void next_member() {
+    inflateReset(&stream_);
+    member_started_ = false;
+  }
+
+  [[noreturn]] void fail(int ret) {
+    const char* message = stream_.msg != nullptr ? stream_.msg : zError(ret);
     TUNECNN_FAIL(name_, ": corrupt gzip data (zlib: ", message, ")");
   }
 };
@@ -179,7 +206,7 @@ std::vector<std::uint8_t> read_payload(ByteSource& source, std::int64_t expected
   return data;
 }
 
-// Reading to the end also makes zlib verify the gzip trailer's CRC and length.
+// Reading to the end also makes zlib verify the last gzip trailer's CRC and length.
 std::size_t count_remaining(ByteSource& source) {
   std::vector<std::uint8_t> scratch(1 << 16);
   std::size_t total = 0;

@@ -196,6 +196,14 @@ TEST(IdxRead, PlainAndGzipGiveTheSameArrayWhateverTheName) {
   EXPECT_EQ(plain.data, image_payload(3, 4, 5));
   EXPECT_EQ(packed.dims, plain.dims);
   EXPECT_EQ(packed.data, plain.data);
+
+  // gzip allows members back to back (`cat a.gz b.gz`); the outputs concatenate.
+  const std::size_t half = file.size() / 2;
+  Bytes members = gzip_bytes(Bytes(file.begin(), file.begin() + half));
+  const Bytes second = gzip_bytes(Bytes(file.begin() + half, file.end()));
+  members.insert(members.end(), second.begin(), second.end());
+  write_plain(tmp.path() / "members", members);
+  EXPECT_EQ(read_idx(tmp.path() / "members", kImages).data, plain.data);
 }
 
 TEST(IdxRead, PrefersWhicheverFileExists) {
@@ -260,9 +268,10 @@ TEST(IdxCorrupt, TruncatedImagesGzip) {
   expect_error([&] { read_idx(path, kImages); },
                {path.string(), "truncated", "expected 2352 bytes of pixels", "found 2252"});
   Bytes packed = gzip_bytes(images_file(3));
-  packed.resize(packed.size() / 2);  // a download cut off half-way
-  write_plain(path, packed);
-  expect_error([&] { read_idx(path, kImages); }, {path.string(), "truncated gzip"});
+  for (std::size_t cut : {packed.size() / 2, packed.size() - 4}) {  // mid-stream, in the trailer
+    write_plain(path, Bytes(packed.begin(), packed.begin() + static_cast<std::ptrdiff_t>(cut)));
+    expect_error([&] { read_idx(path, kImages); }, {path.string(), "truncated gzip"});
+  }
 }
 
 TEST(IdxCorrupt, TrailingGarbage) {
@@ -274,6 +283,10 @@ TEST(IdxCorrupt, TrailingGarbage) {
   expect_error([&] { read_idx(path, kLabels); }, {path.string(), "trailing garbage", "3 bytes"});
   write_plain(path, gzip_bytes(file));
   expect_error([&] { read_idx(path, kLabels); }, {path.string(), "trailing garbage", "3 bytes"});
+  Bytes packed = gzip_bytes(labels_file(5));
+  packed.insert(packed.end(), {'j', 'u', 'n', 'k'});  // after the compressed stream
+  write_plain(path, packed);
+  expect_error([&] { read_idx(path, kLabels); }, {path.string(), "corrupt gzip"});
 }
 
 TEST(IdxCorrupt, ImageLabelCountMismatch) {
