@@ -20,7 +20,7 @@ tunecnn::CommandLine make_command_line() {
                              "/usr/share/datasets/fashion-mnist)");
   cli.option("epochs", "2", "number of epochs");
   cli.option("batch-size", "64", "examples per step");
-  cli.option("lr", "0.05", "initial learning rate");
+  cli.option("lr", "0.02", "initial learning rate");
   cli.option("schedule", "cosine", "learning-rate schedule: const, step or cosine");
   cli.option("step-epochs", "1", "with --schedule step: epochs between decays");
   cli.option("gamma", "0.1", "with --schedule step: decay factor");

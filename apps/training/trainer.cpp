@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cmath>
 #include <iostream>
@@ -26,6 +27,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kEvalBatch = 256;
+
+// Round-trips exactly, unlike std::to_string's six decimals.
+std::string exact(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -107,7 +115,7 @@ void Run::save(const std::string& why) {
                {"seed", std::to_string(o_.seed)}, {"epoch", std::to_string(epoch_)},
                {"next_batch", std::to_string(next_batch_)},
                {"dropout_rng", dropout_rng_->state()},
-               {"sum_loss", std::to_string(sums_.loss)}, {"sum_seconds", std::to_string(sums_.seconds)},
+               {"sum_loss", exact(sums_.loss)}, {"sum_seconds", exact(sums_.seconds)},
                {"sum_correct", std::to_string(sums_.correct)}, {"sum_seen", std::to_string(sums_.seen)}};
   add_module_state(*model_, data);
   for (auto& [name, tensor] : sgd_->state()) data.tensors.emplace_back("sgd/" + name, tensor);

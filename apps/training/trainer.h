@@ -17,7 +17,7 @@ struct TrainOptions {
   std::filesystem::path data_dir;  // empty: the data set's default location
   int epochs = 2;
   int batch_size = 64;
-  double lr = 0.05;
+  double lr = 0.02;
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;

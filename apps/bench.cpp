@@ -1,0 +1,83 @@
+// bench: measures speed and memory. `bench train` times whole training steps of a model on a
+// fixed random batch (no data loading), and prints the median.
+#include <cstdio>
+#include <iostream>
+
+#include "apps/training/cli.h"
+#include "apps/training/step_timer.h"
+#include "autotune/fingerprint.h"
+#include "core/allocator.h"
+#include "core/init.h"
+#include "core/sgd.h"
+#include "core/threading.h"
+#include "models/registry.h"
+#include "ops/softmax_cross_entropy.h"
+
+namespace {
+
+using namespace tunecnn;
+
+int bench_train(int argc, const char* const* argv) {
+  CommandLine cli("bench train", "Times training steps (forward, loss, backward, SGD update) of a model "
+                                 "on a fixed random batch and reports the median step time and images/s.");
+  cli.option("model", "lenet", "model to time");
+  cli.option("batch-size", "64", "examples per step");
+  cli.option("threads", "2", "CPU threads");
+  cli.option("warmup", "5", "untimed steps first");
+  cli.option("steps", "50", "timed steps");
+  cli.option("input", "1,28,28", "C,H,W of one example");
+  cli.option("classes", "10", "number of classes");
+  if (!cli.parse(argc, argv)) return 0;
+  set_num_threads(cli.get_int("threads"));
+  Rng rng(1);
+  Shape input;
+  for (std::string rest = cli.get("input"); !rest.empty();) {
+    const auto comma = rest.find(',');
+    input.push_back(std::stoll(rest.substr(0, comma)));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
+  auto model = build_model(cli.get("model"), ModelOptions{input, classes}, rng);
+  Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
+  Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});
+  uniform_fill(images, -1, 1, rng);
+  std::vector<std::int32_t> labels(batch);
+  for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
+
+  auto step = [&] {
+    Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  };
+  allocator_for(Device::cpu).reset_peak();
+  const TimingStats t = time_repeated(step, cli.get_int("warmup"), cli.get_int("steps"));
+  const MemoryStats mem = allocator_for(Device::cpu).stats();
+  std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  std::printf("result model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f max_ms=%.3f "
+              "images_per_s=%.1f peak_mb=%.1f\n",
+              cli.get("model").c_str(), batch, num_threads(), 1e3 * t.median_s, 1e3 * t.min_s,
+              1e3 * t.max_s, batch / t.median_s, mem.peak_bytes / 1048576.0);
+  return 0;
+}
+
+void usage() {
+  std::cout << "usage: bench COMMAND [options]\n\ncommands:\n"
+               "  train   time training steps of a model (bench train --help)\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string command = argc > 1 ? argv[1] : "";
+    if (command == "train") return bench_train(argc - 1, argv + 1);
+    usage();
+    if (command == "--help" || command == "-h") return 0;
+    if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "bench: error: " << e.what() << "\n";
+    return 1;
+  }
+}
