@@ -1,0 +1,45 @@
+// CUDA device memory: these run only where a GPU is present and skip cleanly elsewhere.
+#include <gtest/gtest.h>
+
+#include "core/cuda_runtime.h"
+#include "core/tensor.h"
+#include "core/tensor_math.h"
+
+namespace tunecnn {
+namespace {
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_built()) GTEST_SKIP() << "built without CUDA (-DTUNECNN_CUDA=OFF or no nvcc)";
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_F(Cuda, HostDeviceRoundTripKeepsEveryByte) {
+  Tensor host = Tensor::from_vector(std::vector<float>{1.5f, -2, 3e-8f, 4e8f, 0, -0.0f}, {2, 3});
+  Tensor device = host.to(Device::cuda);
+  EXPECT_EQ(device.device(), Device::cuda);
+  EXPECT_THROW(device.data<float>(), Error);  // no host access to device memory
+  Tensor back = device.to(Device::cpu);
+  EXPECT_EQ(max_abs_diff(back, host), 0.0);
+}
+
+TEST_F(Cuda, CachingAllocatorReusesDeviceBlocks) {
+  Allocator& alloc = allocator_for(Device::cuda);
+  const std::int64_t n = 1 << 20;
+  { Tensor a = Tensor::empty({n}, DType::f32, Device::cuda); }
+  const MemoryStats mid = alloc.stats();
+  { Tensor b = Tensor::empty({n}, DType::f32, Device::cuda); }
+  const MemoryStats after = alloc.stats();
+  EXPECT_EQ(after.system_allocations, mid.system_allocations);
+  EXPECT_GE(after.peak_bytes, static_cast<std::size_t>(n) * 4);
+}
+
+TEST_F(Cuda, ZerosOnDevice) {
+  Tensor z = Tensor::zeros({3, 5}, DType::f64, Device::cuda).to(Device::cpu);
+  EXPECT_EQ(max_abs_diff(z, Tensor::full({3, 5}, 0.0, DType::f64)), 0.0);
+}
+
+}  // namespace
+}  // namespace tunecnn
