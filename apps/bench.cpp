@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "bench: error: " << e.what() << "\n";
+    std::cerr << "bench: error: " << tunecnn::user_message(e) << "\n";
     return 1;
   }
 }

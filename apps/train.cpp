@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       case tunecnn::TrainStatus::diverged: std::cerr << "train: error: " << result.message << "\n"; return 3;
     }
   } catch (const std::exception& e) {
-    std::cerr << "train: error: " << e.what() << "\n";
+    std::cerr << "train: error: " << tunecnn::user_message(e) << "\n";
     return 1;
   }
   return 1;

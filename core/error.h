@@ -6,18 +6,32 @@
 
 namespace tunecnn {
 
+// what() is the message plus, for a failed check, where it failed; message() alone is what a
+// command-line user needs to read.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, const std::string& location = "")
+      : std::runtime_error(location.empty() ? message : message + " [" + location + "]"),
+        message_(message) {}
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
 };
+
+// The message of any exception, without a tunecnn::Error's source location.
+inline std::string user_message(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const Error*>(&e)) return error->message();
+  return e.what();
+}
 
 namespace detail {
 template <class... Args>
 [[noreturn]] void throw_error(const char* file, int line, const char* cond, const Args&... args) {
-  std::ostringstream out;
+  std::ostringstream out, where;
   (out << ... << args);
-  if (cond != nullptr) out << " [check failed: " << cond << " at " << file << ":" << line << "]";
-  throw Error(out.str());
+  if (cond != nullptr) where << "check failed: " << cond << " at " << file << ":" << line;
+  throw Error(out.str(), where.str());
 }
 }  // namespace detail
 

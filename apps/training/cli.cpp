@@ -28,7 +28,7 @@ bool CommandLine::parse(int argc, const char* const* argv) {
       std::cout << help();
       return false;
     }
-    TUNECNN_CHECK(arg.rfind("--", 0) == 0, program_, ": unexpected argument '", arg,
+    TUNECNN_CHECK(arg.rfind("--", 0) == 0, "unexpected argument '", arg,
                   "' (options start with --; see --help)");
     std::string name = arg.substr(2), value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -36,13 +36,13 @@ bool CommandLine::parse(int argc, const char* const* argv) {
       name = name.substr(0, eq);
     }
     auto spec = specs_.find(name);
-    TUNECNN_CHECK(spec != specs_.end(), program_, ": unknown option --", name, " (see --help)");
+    TUNECNN_CHECK(spec != specs_.end(), "unknown option --", name, " (see --help)");
     if (spec->second.is_flag) {
       values_[name] = "1";
       continue;
     }
     if (value.empty()) {
-      TUNECNN_CHECK(i + 1 < argc, program_, ": option --", name, " needs a value");
+      TUNECNN_CHECK(i + 1 < argc, "option --", name, " needs a value");
       value = argv[++i];
     }
     values_[name] = value;
@@ -52,7 +52,7 @@ bool CommandLine::parse(int argc, const char* const* argv) {
 
 std::string CommandLine::get(const std::string& name) const {
   auto spec = specs_.find(name);
-  TUNECNN_CHECK(spec != specs_.end(), program_, ": option --", name, " was never declared");
+  TUNECNN_CHECK(spec != specs_.end(), "option --", name, " was never declared");
   auto value = values_.find(name);
   return value != values_.end() ? value->second : spec->second.default_value;
 }
@@ -61,7 +61,7 @@ int CommandLine::get_int(const std::string& name) const {
   const std::string text = get(name);
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
-  TUNECNN_CHECK(!text.empty() && *end == '\0', program_, ": --", name, " expects a whole number, got '",
+  TUNECNN_CHECK(!text.empty() && *end == '\0', "--", name, " expects a whole number, got '",
                 text, "'");
   return static_cast<int>(value);
 }
@@ -70,7 +70,7 @@ double CommandLine::get_double(const std::string& name) const {
   const std::string text = get(name);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  TUNECNN_CHECK(!text.empty() && *end == '\0', program_, ": --", name, " expects a number, got '",
+  TUNECNN_CHECK(!text.empty() && *end == '\0', "--", name, " expects a number, got '",
                 text, "'");
   return value;
 }
