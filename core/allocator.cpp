@@ -15,7 +15,7 @@ constexpr std::size_t kLargeGranule = 64 << 10;
 
 class CpuAllocator final : public Allocator {
  public:
-  ~CpuAllocator() override { release_all_cached(); }
+  ~CpuAllocator() override { release_cached(); }
 
  protected:
   void* system_allocate(std::size_t bytes) override {
@@ -75,9 +75,7 @@ void Allocator::reset_peak() {
   stats_.peak_bytes = stats_.current_bytes;
 }
 
-void Allocator::release_cached() { release_all_cached(); }
-
-void Allocator::release_all_cached() {
+void Allocator::release_cached() {
   std::multimap<std::size_t, void*> blocks;
   {
     std::lock_guard lock(mutex_);

@@ -27,13 +27,14 @@ class Allocator {
   void deallocate(void* ptr, std::size_t bytes);
   MemoryStats stats() const;
   void reset_peak();
-  void release_cached();  // gives every cached block back to the system
+  // Gives every cached block back to the system; derived destructors call it while
+  // system_free still works.
+  void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
 
  protected:
   virtual void* system_allocate(std::size_t bytes) = 0;
   virtual void system_free(void* ptr) = 0;
-  void release_all_cached();  // for derived destructors, while system_free still works
 
  private:
   mutable std::mutex mutex_;

@@ -107,10 +107,16 @@ std::string read_whole_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-const Tensor& CheckpointData::tensor(const std::string& name) const {
+const Tensor* CheckpointData::find(const std::string& name) const {
   for (const auto& [n, t] : tensors)
-    if (n == name) return t;
-  TUNECNN_FAIL("checkpoint has no tensor '", name, "'");
+    if (n == name) return &t;
+  return nullptr;
+}
+
+const Tensor& CheckpointData::tensor(const std::string& name) const {
+  const Tensor* found = find(name);
+  TUNECNN_CHECK(found != nullptr, "checkpoint has no tensor '", name, "'");
+  return *found;
 }
 
 const std::string& CheckpointData::value(const std::string& key) const {
@@ -164,9 +170,7 @@ void add_module_state(const Module& module, CheckpointData& data) {
 
 void load_module_state(Module& module, const CheckpointData& data, const std::string& source) {
   auto copy_into = [&](const std::string& key, Tensor target) {
-    const Tensor* found = nullptr;
-    for (const auto& [n, t] : data.tensors)
-      if (n == key) found = &t;
+    const Tensor* found = data.find(key);
     TUNECNN_CHECK(found != nullptr, source, " has no '", key, "': it was saved from another model");
     TUNECNN_CHECK(found->shape() == target.shape() && found->dtype() == target.dtype(), source,
                   ": '", key, "' is ", found->describe(), " but the model expects ", target.describe());

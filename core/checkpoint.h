@@ -15,6 +15,7 @@ struct CheckpointData {
   std::map<std::string, std::string> meta;
   std::vector<NamedTensor> tensors;
 
+  const Tensor* find(const std::string& name) const;    // nullptr when missing
   const Tensor& tensor(const std::string& name) const;  // throws Error when missing
   const std::string& value(const std::string& key) const;  // throws Error when missing
 };

@@ -24,7 +24,7 @@ class CudaAllocator final : public Allocator {
  public:
   ~CudaAllocator() override {
     // At process exit the driver may already be gone; freeing then only returns an error.
-    release_all_cached();
+    release_cached();
   }
 
  protected:
@@ -32,7 +32,7 @@ class CudaAllocator final : public Allocator {
     void* ptr = nullptr;
     cudaError_t status = cudaMalloc(&ptr, bytes);
     if (status != cudaSuccess) {
-      release_all_cached();  // give the cache back and try once more before failing
+      release_cached();  // give the cache back and try once more before failing
       TUNECNN_CUDA_CHECK(cudaMalloc(&ptr, bytes));
     }
     return ptr;

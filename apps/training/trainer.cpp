@@ -131,12 +131,15 @@ void Run::resume() {
   const CheckpointData data = load_checkpoint(path);
   const std::string source = "checkpoint " + path.string();
   TUNECNN_CHECK(data.value("format") == "tunecnn-train", source, " is not a training checkpoint");
-  for (const auto& [key, expected] : {std::pair<std::string, std::string>{"model", o_.model},
-                                      {"data", o_.data},
-                                      {"batch_size", std::to_string(o_.batch_size)},
-                                      {"seed", std::to_string(o_.seed)}})
-    TUNECNN_CHECK(data.value(key) == expected, source, " was written with --", key == "batch_size" ? "batch-size" : key,
-                  " ", data.value(key), "; resume with the same value (got ", expected, ")");
+  struct Setting {
+    const char *key, *flag;
+    std::string expected;
+  };
+  for (const Setting& s : {Setting{"model", "model", o_.model}, Setting{"data", "data", o_.data},
+                           Setting{"batch_size", "batch-size", std::to_string(o_.batch_size)},
+                           Setting{"seed", "seed", std::to_string(o_.seed)}})
+    TUNECNN_CHECK(data.value(s.key) == s.expected, source, " was written with --", s.flag, " ",
+                  data.value(s.key), "; resume with the same value (got ", s.expected, ")");
   load_module_state(*model_, data, source);
   std::vector<NamedTensor> sgd_state;
   for (const auto& [name, tensor] : data.tensors)
