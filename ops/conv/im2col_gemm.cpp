@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "ops/blas.h"
-#include "ops/conv/direct.h"
+#include "ops/conv/args.h"
 
 namespace tunecnn {
 namespace {
@@ -209,7 +209,7 @@ void run_typed(const ConvProblem& p, const Lowering& l, const ConvArgs& args, Wo
 }  // namespace
 
 bool Im2colGemmSolver::applicable(const ConvProblem& problem, std::string* why) const {
-  return nchw_problem_applicable(problem, why);
+  return conv_problem_well_formed(problem, why);
 }
 
 std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem, const TuneConfig&) const {
@@ -218,7 +218,7 @@ std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem, const 
 
 void Im2colGemmSolver::run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args,
                            Workspace ws) const {
-  check_nchw_args(p, args);
+  check_conv_args(p, args, Layout::NCHW);
   const Lowering l(p);
   TUNECNN_CHECK(ws.bytes >= l.total_bytes(), "im2col_gemm needs ", l.total_bytes(),
                 " workspace bytes, got ", ws.bytes, " for ", p.key());

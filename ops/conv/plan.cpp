@@ -1,5 +1,6 @@
 #include "ops/conv/plan.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "ops/conv/registry.h"
@@ -9,10 +10,16 @@ namespace {
 std::mutex g_planner_mutex;
 std::shared_ptr<ConvPlanner> g_default_planner = std::make_shared<FirstApplicablePlanner>();
 
-ConvPlan first_applicable(const ConvProblem& problem) {
+bool runs_in(const ConvSolver& solver, const ConvProblem& problem, Layout layout) {
+  const std::vector<Layout> layouts = solver.layouts(problem);
+  return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
+}
+
+ConvPlan first_applicable(const ConvProblem& problem, Layout layout) {
   for (const ConvSolver* solver : cpu_conv_solvers())
-    if (solver->applicable(problem, nullptr)) return {solver, solver->configs(problem).front()};
-  TUNECNN_FAIL("no conv solver is applicable to ", problem.key());
+    if (runs_in(*solver, problem, layout) && solver->applicable(problem, nullptr))
+      return {solver, solver->configs(problem).front()};
+  TUNECNN_FAIL("no conv solver is applicable to ", problem.key(), " in ", to_string(layout));
 }
 }  // namespace
 
@@ -26,9 +33,9 @@ const ConvPlan& ConvLayerPlan::for_direction(Direction dir) const {
 }
 
 ConvLayerPlan FirstApplicablePlanner::plan(const ConvProblem& fwd_problem) {
-  return {first_applicable(fwd_problem.with_dir(Direction::fwd)),
-          first_applicable(fwd_problem.with_dir(Direction::bwd_data)),
-          first_applicable(fwd_problem.with_dir(Direction::bwd_weights))};
+  return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout_),
+          first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout_),
+          first_applicable(fwd_problem.with_dir(Direction::bwd_weights), layout_)};
 }
 
 std::shared_ptr<ConvPlanner> default_conv_planner() {

@@ -23,10 +23,14 @@ class ConvPlanner {
   virtual ConvLayerPlan plan(const ConvProblem& fwd_problem) = 0;
 };
 
-// Registry order, first config: the untuned default.
+// Registry order, first config, among the solvers that run in one layout: the untuned default.
 class FirstApplicablePlanner final : public ConvPlanner {
  public:
+  explicit FirstApplicablePlanner(Layout layout = Layout::NCHW) : layout_(layout) {}
   ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
+
+ private:
+  Layout layout_;
 };
 
 // The planner new conv layers use; autotune replaces it.

@@ -3,16 +3,23 @@
 #include <array>
 
 #include "ops/conv/direct.h"
+#include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
+#include "ops/conv/mec.h"
+#include "ops/conv/winograd_f2x3.h"
 
 namespace tunecnn {
 namespace {
 
 const Im2colGemmSolver kIm2colGemm;
+const MecSolver kMec;
+const WinogradF2x3Solver kWinogradF2x3;
+const DirectChwnSolver kDirectChwn;
 const DirectConvSolver kDirect;
 
 // Preference order when nothing has been tuned; the reference comes last as the fallback.
-const std::array<const ConvSolver*, 2> kCpuSolvers = {&kIm2colGemm, &kDirect};
+const std::array<const ConvSolver*, 5> kCpuSolvers = {&kIm2colGemm, &kMec, &kWinogradF2x3,
+                                                      &kDirectChwn, &kDirect};
 
 }  // namespace
 

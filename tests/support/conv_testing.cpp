@@ -1,0 +1,158 @@
+#include "tests/support/conv_testing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "models/conv_layers.h"
+#include "ops/layout/reference.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn::testing {
+namespace {
+
+// The reference runs these many multiply-adds in a few milliseconds.
+constexpr std::int64_t kMaxReferenceMacs = 3'000'000;
+
+ConvShape edge(const char* name, int mb, int ic, int ih, int iw, int oc, int kh, int kw, int sh,
+               int sw, int ph, int pw, int g) {
+  return {name, ConvProblem{Direction::fwd, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, g}};
+}
+
+int halved(int v) { return std::max(1, v / 2); }
+
+// Halves the input height or width, keeping the padded input at least as large as the kernel
+// and at least two output rows or columns.
+bool shrink_spatial(ConvProblem& p) {
+  const bool along_h = p.oh() >= p.ow();
+  int& size = along_h ? p.ih : p.iw;
+  const int k = along_h ? p.kh : p.kw, pad = along_h ? p.ph : p.pw, s = along_h ? p.sh : p.sw;
+  const int smallest = std::max(1, k - 2 * pad + s);
+  if (size / 2 < smallest || (along_h ? p.oh() : p.ow()) < 4) return false;
+  size /= 2;
+  return true;
+}
+
+bool shrink_channels(ConvProblem& p) {
+  if (p.g == p.ic && p.g == p.oc && p.g > 1) {  // depthwise stays depthwise
+    p.ic = p.oc = p.g = halved(p.g);
+    return true;
+  }
+  if (p.g != 1 || (p.ic == 1 && p.oc == 1)) return false;
+  (p.ic >= p.oc ? p.ic : p.oc) = halved(p.ic >= p.oc ? p.ic : p.oc);
+  return true;
+}
+
+}  // namespace
+
+// Down to an 8x8 output the spatial size goes first (it keeps the channel counts that shape the
+// GEMMs); below that, channels; then the spatial size again.
+ConvProblem scaled_down(ConvProblem p, std::int64_t max_macs) {
+  while (p.macs() > max_macs) {
+    if (p.oh() * p.ow() > 64 && shrink_spatial(p)) continue;
+    if (!shrink_channels(p) && !shrink_spatial(p)) break;
+  }
+  return p;
+}
+
+const std::vector<ConvShape>& edge_case_shapes() {
+  // clang-format off
+  static const std::vector<ConvShape> shapes = {
+      //    name          mb  ic  ih  iw  oc kh kw sh sw ph pw  g
+      edge("batch1",        1,  3,  8,  8,  4, 3, 3, 1, 1, 1, 1, 1),
+      edge("odd7x5",        2,  3,  7,  5,  5, 3, 3, 1, 1, 0, 0, 1),
+      edge("odd_batch5",    5,  2,  6,  7,  3, 3, 3, 1, 1, 1, 1, 1),
+      edge("batch9_simd",   9,  3,  6,  5,  4, 3, 3, 1, 1, 1, 1, 1),
+      edge("batch17_simd", 17,  2,  5,  6,  3, 3, 3, 1, 1, 1, 1, 1),
+      edge("stride2_pad1",  3,  4,  7,  5,  6, 3, 3, 2, 2, 1, 1, 1),
+      edge("k5_s2_p2",      2,  2,  9, 11,  3, 5, 5, 2, 2, 2, 2, 1),
+      edge("k5_p0_full",    2,  2,  5,  5,  3, 5, 5, 1, 1, 0, 0, 1),
+      edge("k1",            2,  6,  5,  7,  4, 1, 1, 1, 1, 0, 0, 1),
+      edge("k1_stride2",    2,  4,  7,  7,  3, 1, 1, 2, 2, 0, 0, 1),
+      edge("k1_pad1",       2,  4,  5,  5,  3, 1, 1, 1, 1, 1, 1, 1),
+      edge("k1_groups2",    3,  4,  5,  5,  4, 1, 1, 1, 1, 0, 0, 2),
+      edge("pad2_k3",       2,  3,  6,  5,  2, 3, 3, 1, 1, 2, 2, 1),
+      edge("pad3_k3",       2,  2,  4,  5,  3, 3, 3, 1, 1, 3, 3, 1),
+      edge("k3_input1x1",   2,  3,  1,  1,  2, 3, 3, 1, 1, 1, 1, 1),
+      edge("k3_s3",         2,  3,  9,  8,  4, 3, 3, 3, 3, 0, 1, 1),
+      edge("groups2",       2,  4,  6,  6,  6, 3, 3, 1, 1, 1, 1, 2),
+      edge("groups4_s2_p2", 3,  8,  7,  5,  8, 3, 3, 2, 2, 2, 2, 4),
+      edge("depthwise",     2,  6,  8,  8,  6, 3, 3, 1, 1, 1, 1, 6),
+      edge("depthwise_x2",  2,  4,  9,  9,  8, 5, 5, 2, 2, 2, 2, 4),
+      edge("anisotropic",   2,  3,  8,  9,  4, 3, 5, 1, 2, 0, 2, 1),
+      edge("aniso_k5x3",    2,  3,  9,  7,  4, 5, 3, 2, 1, 2, 1, 1),
+  };
+  // clang-format on
+  return shapes;
+}
+
+const std::vector<ConvShape>& model_layer_shapes() {
+  static const std::vector<ConvShape> shapes = [] {
+    std::vector<ConvShape> out;
+    for (const ConvLayer& layer : all_conv_layers()) {
+      ConvProblem p = layer.problem;
+      p.mb = 2;
+      std::string name = layer.set + "_" + layer.name;
+      for (char& c : name)
+        if (c == '-') c = '_';
+      const ConvProblem scaled = scaled_down(p, kMaxReferenceMacs);
+      const bool seen = std::any_of(out.begin(), out.end(),
+                                    [&](const ConvShape& s) { return s.problem == scaled; });
+      if (!seen) out.push_back({name, scaled});
+    }
+    return out;
+  }();
+  return shapes;
+}
+
+ConvArgs make_conv_args(const ConvProblem& p, std::uint64_t seed) {
+  Rng rng(seed);
+  ConvArgs args;
+  args.src = random_tensor(p.src_shape(), rng, p.dt);
+  args.wei = random_tensor(p.wei_shape(), rng, p.dt);
+  args.diff_dst = random_tensor(p.dst_shape(), rng, p.dt);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  args.dst = Tensor::full(p.dst_shape(), nan, p.dt);
+  args.diff_src = Tensor::full(p.src_shape(), nan, p.dt);
+  args.diff_wei = Tensor::full(p.wei_shape(), nan, p.dt);
+  return args;
+}
+
+const Tensor& conv_output(const ConvArgs& args, Direction dir) {
+  if (dir == Direction::fwd) return args.dst;
+  return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
+}
+
+Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs& nchw,
+                     Layout layout) {
+  ConvArgs args;
+  args.src = convert_layout_reference(nchw.src, layout);
+  args.dst = convert_layout_reference(nchw.dst, layout);
+  args.diff_src = convert_layout_reference(nchw.diff_src, layout);
+  args.diff_dst = convert_layout_reference(nchw.diff_dst, layout);
+  args.wei = nchw.wei.clone();
+  args.diff_wei = nchw.diff_wei.clone();
+  run_conv(plan, p, args);
+  return convert_layout_reference(conv_output(args, p.dir), Layout::NCHW);
+}
+
+::testing::AssertionResult close_relative(const Tensor& got, const Tensor& want, double tol) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "got " << got.describe() << ", want " << want.describe();
+  return dispatch_dtype(got.dtype(), [&]<class T>() -> ::testing::AssertionResult {
+    const T* g = got.data<T>();
+    const T* w = want.data<T>();
+    double scale = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(w[i])));
+    const double bound = tol * std::max(scale, 1e-30);
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      const double diff = std::abs(double(g[i]) - double(w[i]));
+      if (!(diff <= bound))
+        return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want "
+                                             << w[i] << " (bound " << bound << ")";
+    }
+    return ::testing::AssertionSuccess();
+  });
+}
+
+}  // namespace tunecnn::testing
