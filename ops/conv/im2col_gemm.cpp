@@ -1,10 +1,14 @@
-// im2col + GEMM (Chellapilla et al. 2006; Caffe's convolution): each image's receptive fields are
-// copied into a (ic/g*kh*kw) x (oh*ow) column matrix so every group is one row-major GEMM:
-// fwd dst = W x col, bwd_data col = W^T x dO then col2im, bwd_weights dW += dO x col^T.
-// Constraints: NCHW on the CPU, f32/f64, any stride, padding and groups. Tunables: none.
-// Images are split over P = min(TBB concurrency, mb) fixed slots, each with its own column buffer
+// im2col + GEMM (Chellapilla et al. 2006; Caffe's convolution): the receptive fields of a chunk of
+// images are copied into a (ic/g*kh*kw) x (chunk*oh*ow) column matrix so every group is one
+// row-major GEMM: fwd dst = W x col, bwd_data col = W^T x dO then col2im, bwd_weights
+// dW += dO x col^T.
+// Constraints: NCHW on the CPU, f32/f64, any stride, padding and groups.
+// Tunable: "chunk", the images lowered together. Larger chunks make wider GEMMs (small images
+// give short rows) at the cost of a bigger workspace and an extra copy of dst or dO, whose
+// images are not adjacent in the chunk's column order; chunk 1 lowers one image at a time.
+// Chunks are split over P = min(TBB concurrency, chunks) fixed slots, each with its own buffers
 // and (bwd_weights) its own dW partial, summed in slot order so results are deterministic.
-// A 1x1, stride-1, unpadded kernel needs no column buffer: the image already is that matrix.
+// A 1x1, stride-1, unpadded kernel with chunk 1 needs no columns: the image is that matrix.
 #include "ops/conv/im2col_gemm.h"
 
 #include <tbb/parallel_for.h>
@@ -19,40 +23,78 @@ namespace tunecnn {
 namespace {
 
 constexpr std::size_t kSliceAlignment = 64;  // slots never share a cache line
+// The untuned default chunk makes the GEMMs at least this many columns wide.
+constexpr int kDefaultMinColumns = 1024;
+constexpr int kMaxChunk = 64;
 
 std::size_t align_up(std::size_t bytes) {
   return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
 }
 
-// The shape of the lowered problem and of its workspace, shared by run and workspace_bytes.
-struct Lowering {
-  int icg, ocg, k, ohw, slots;
-  bool image_is_col;
-  std::size_t col_bytes, partial_bytes;  // per slot, aligned; partials only for bwd_weights
+int chunk_of(const ConvProblem& p, const TuneConfig& config) {
+  return std::clamp(config.get("chunk", 1), 1, p.mb);
+}
 
-  explicit Lowering(const ConvProblem& p)
+// The shape of the lowered problem and of its workspace, shared by run and workspace_bytes.
+// Workspace order: [dW partials of slots 1..P-1][slot P-1]...[slot 0], each slot [col | tmp].
+// Slot 0 always lowers a full first chunk, so the buffer's last bytes are always written.
+struct Lowering {
+  int icg, ocg, k, ohw, chunk, chunks, slots;
+  bool image_is_col;
+  std::size_t col_bytes, tmp_bytes, partial_bytes;  // aligned; tmp holds dst or dO of a chunk
+
+  Lowering(const ConvProblem& p, const TuneConfig& config)
       : icg(p.ic / p.g),
         ocg(p.oc / p.g),
         k(icg * p.kh * p.kw),
         ohw(p.oh() * p.ow()),
-        slots(std::min(tbb::this_task_arena::max_concurrency(), p.mb)),
-        image_is_col(p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0) {
+        chunk(chunk_of(p, config)),
+        chunks((p.mb + chunk - 1) / chunk),
+        slots(std::min(tbb::this_task_arena::max_concurrency(), chunks)),
+        image_is_col(chunk == 1 && p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
+                     p.ph == 0 && p.pw == 0) {
     const std::size_t elem = dtype_size(p.dt);
-    col_bytes = image_is_col ? 0 : align_up(static_cast<std::size_t>(k) * ohw * elem);
+    const std::size_t columns = static_cast<std::size_t>(chunk) * ohw;
+    col_bytes = image_is_col ? 0 : align_up(k * columns * elem);
+    tmp_bytes = chunk == 1 ? 0 : align_up(ocg * columns * elem);
     partial_bytes =
         p.dir == Direction::bwd_weights ? align_up(static_cast<std::size_t>(p.oc) * k * elem) : 0;
   }
-  // Slot 0 accumulates straight into diff_wei, so only the other slots need a partial.
-  std::size_t total_bytes() const { return slots * col_bytes + (slots - 1) * partial_bytes; }
+  int ld() const { return chunk * ohw; }  // the row length of col and tmp
+  std::size_t slot_bytes() const { return col_bytes + tmp_bytes; }
+  std::size_t total_bytes() const { return (slots - 1) * partial_bytes + slots * slot_bytes(); }
+  char* slot_base(Workspace ws, int slot) const {
+    return ws.as<char>() + (slots - 1) * partial_bytes + (slots - 1 - slot) * slot_bytes();
+  }
   template <class T>
   T* col(Workspace ws, int slot) const {
-    return reinterpret_cast<T*>(ws.as<char>() + slot * col_bytes);
+    return reinterpret_cast<T*>(slot_base(ws, slot));
   }
   template <class T>
+  T* tmp(Workspace ws, int slot) const {
+    return reinterpret_cast<T*>(slot_base(ws, slot) + col_bytes);
+  }
+  // Slot 0 accumulates straight into diff_wei, so only the other slots need a partial.
+  template <class T>
   T* partial(Workspace ws, int slot) const {
-    return reinterpret_cast<T*>(ws.as<char>() + slots * col_bytes + (slot - 1) * partial_bytes);
+    return reinterpret_cast<T*>(ws.as<char>() + (slot - 1) * partial_bytes);
   }
 };
+
+// The images [first, first + count) of one chunk.
+struct Chunk {
+  int first, count;
+};
+
+// Runs fn(j) for the chunk's images; in parallel when a single slot has the cores to itself.
+template <class Fn>
+void for_each_image(const Lowering& l, const Chunk& c, Fn&& fn) {
+  if (l.slots == 1 && c.count > 1) {
+    tbb::parallel_for(0, c.count, [&](int j) { fn(j); });
+  } else {
+    for (int j = 0; j < c.count; ++j) fn(j);
+  }
+}
 
 // The output columns x whose input column x*sw - pw + kj lies inside [0, iw).
 struct ColumnRange {
@@ -66,31 +108,33 @@ ColumnRange valid_columns(const ConvProblem& p, int kj, int ow) {
   return {std::min(lo, ow), std::max(hi, std::min(lo, ow))};
 }
 
-// Rows are (c, ki, kj); each row holds oh runs of ow values, copied contiguously for stride 1.
+// Rows are (c, ki, kj), ld apart; an image fills oh runs of ow values of each row, copied
+// contiguously for stride 1.
 template <class T>
-void im2col(const ConvProblem& p, int icg, const T* src, T* col) {
+void im2col(const ConvProblem& p, int icg, const T* src, T* col, int ld) {
   const int oh = p.oh(), ow = p.ow();
   for (int c = 0; c < icg; ++c) {
     const T* plane = src + static_cast<std::size_t>(c) * p.ih * p.iw;
     for (int ki = 0; ki < p.kh; ++ki)
-      for (int kj = 0; kj < p.kw; ++kj) {
+      for (int kj = 0; kj < p.kw; ++kj, col += ld) {
         const ColumnRange r = valid_columns(p, kj, ow);
-        for (int y = 0; y < oh; ++y, col += ow) {
+        T* row = col;
+        for (int y = 0; y < oh; ++y, row += ow) {
           const int iy = y * p.sh - p.ph + ki;
           if (iy < 0 || iy >= p.ih) {
-            std::fill(col, col + ow, T(0));
+            std::fill(row, row + ow, T(0));
             continue;
           }
           // Rows are short (tens of values): inline loops beat memcpy/memset calls here.
           const T* in = plane + iy * p.iw;
           const int shift = kj - p.pw;
-          for (int x = 0; x < r.lo; ++x) col[x] = T(0);
+          for (int x = 0; x < r.lo; ++x) row[x] = T(0);
           if (p.sw == 1) {
-            for (int x = r.lo; x < r.hi; ++x) col[x] = in[x + shift];
+            for (int x = r.lo; x < r.hi; ++x) row[x] = in[x + shift];
           } else {
-            for (int x = r.lo; x < r.hi; ++x) col[x] = in[x * p.sw + shift];
+            for (int x = r.lo; x < r.hi; ++x) row[x] = in[x * p.sw + shift];
           }
-          for (int x = r.hi; x < ow; ++x) col[x] = T(0);
+          for (int x = r.hi; x < ow; ++x) row[x] = T(0);
         }
       }
   }
@@ -98,26 +142,51 @@ void im2col(const ConvProblem& p, int icg, const T* src, T* col) {
 
 // The adjoint of im2col: adds every column entry back onto the input pixel it was copied from.
 template <class T>
-void col2im_add(const ConvProblem& p, int icg, const T* col, T* src) {
+void col2im_add(const ConvProblem& p, int icg, const T* col, int ld, T* src) {
   const int oh = p.oh(), ow = p.ow();
   for (int c = 0; c < icg; ++c) {
     T* plane = src + static_cast<std::size_t>(c) * p.ih * p.iw;
     for (int ki = 0; ki < p.kh; ++ki)
-      for (int kj = 0; kj < p.kw; ++kj) {
+      for (int kj = 0; kj < p.kw; ++kj, col += ld) {
         const ColumnRange r = valid_columns(p, kj, ow);
-        for (int y = 0; y < oh; ++y, col += ow) {
+        const T* row = col;
+        for (int y = 0; y < oh; ++y, row += ow) {
           const int iy = y * p.sh - p.ph + ki;
           if (iy < 0 || iy >= p.ih) continue;
           T* out = plane + iy * p.iw;
           const int shift = kj - p.pw;
           if (p.sw == 1) {
-            for (int x = r.lo; x < r.hi; ++x) out[x + shift] += col[x];
+            for (int x = r.lo; x < r.hi; ++x) out[x + shift] += row[x];
           } else {
-            for (int x = r.lo; x < r.hi; ++x) out[x * p.sw + shift] += col[x];
+            for (int x = r.lo; x < r.hi; ++x) out[x * p.sw + shift] += row[x];
           }
         }
       }
   }
+}
+
+// Copies a group's ocg x ohw block of each image between an NCHW tensor and the chunk's
+// ocg x (count*ohw) matrix.
+template <class T>
+void gather_block(const Lowering& l, const Chunk& c, const T* nchw, std::size_t image_stride,
+                  T* tmp) {
+  for_each_image(l, c, [&](int j) {
+    const T* image = nchw + (c.first + j) * image_stride;
+    for (int o = 0; o < l.ocg; ++o)
+      std::copy_n(image + static_cast<std::size_t>(o) * l.ohw, l.ohw,
+                  tmp + static_cast<std::size_t>(o) * l.ld() + j * l.ohw);
+  });
+}
+
+template <class T>
+void scatter_block(const Lowering& l, const Chunk& c, const T* tmp, T* nchw,
+                   std::size_t image_stride) {
+  for_each_image(l, c, [&](int j) {
+    T* image = nchw + (c.first + j) * image_stride;
+    for (int o = 0; o < l.ocg; ++o)
+      std::copy_n(tmp + static_cast<std::size_t>(o) * l.ld() + j * l.ohw, l.ohw,
+                  image + static_cast<std::size_t>(o) * l.ohw);
+  });
 }
 
 template <class T>
@@ -129,52 +198,107 @@ GemmFn<T> gemm_for(const Lowering& l) {
   return l.slots == 1 ? &gemm<T> : &gemm_serial<T>;
 }
 
+// Pointers to group gi of the NCHW tensors, and their per-image strides.
+struct GroupStrides {
+  std::size_t src_image, dst_image, src_group, dst_group;
+  GroupStrides(const ConvProblem& p, const Lowering& l)
+      : src_image(static_cast<std::size_t>(p.ic) * p.ih * p.iw),
+        dst_image(static_cast<std::size_t>(p.oc) * l.ohw),
+        src_group(static_cast<std::size_t>(l.icg) * p.ih * p.iw),
+        dst_group(static_cast<std::size_t>(l.ocg) * l.ohw) {}
+};
+
 template <class T>
-void fwd_image(const ConvProblem& p, const Lowering& l, const ConvArgs& args, int n, T* col) {
-  const std::size_t src_group = static_cast<std::size_t>(l.icg) * p.ih * p.iw;
-  const std::size_t dst_group = static_cast<std::size_t>(l.ocg) * l.ohw;
+void lower_chunk(const ConvProblem& p, const Lowering& l, const Chunk& c, const T* src, T* col) {
+  const GroupStrides s(p, l);
+  for_each_image(l, c, [&](int j) {
+    im2col(p, l.icg, src + (c.first + j) * s.src_image, col + j * l.ohw, l.ld());
+  });
+}
+
+template <class T>
+void fwd_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, const Chunk& c,
+               T* col, T* tmp) {
+  const GroupStrides s(p, l);
   for (int gi = 0; gi < p.g; ++gi) {
-    const T* src = args.src.data<T>() + (static_cast<std::size_t>(n) * p.g + gi) * src_group;
-    if (!l.image_is_col) im2col(p, l.icg, src, col);
+    const T* src = args.src.data<T>() + gi * s.src_group;
+    T* dst = writable<T>(args.dst) + gi * s.dst_group;
     const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
-    T* dst = writable<T>(args.dst) + (static_cast<std::size_t>(n) * p.g + gi) * dst_group;
-    gemm_for<T>(l)(false, false, l.ocg, l.ohw, l.k, T(1), wei, l.k, l.image_is_col ? src : col,
-                   l.ohw, T(0), dst, l.ohw);
+    if (l.image_is_col) {
+      gemm_for<T>(l)(false, false, l.ocg, l.ohw, l.k, T(1), wei, l.k,
+                     src + c.first * s.src_image, l.ohw, T(0), dst + c.first * s.dst_image, l.ohw);
+      continue;
+    }
+    lower_chunk(p, l, c, src, col);
+    const int n = c.count * l.ohw;
+    if (l.chunk == 1) {
+      gemm_for<T>(l)(false, false, l.ocg, n, l.k, T(1), wei, l.k, col, l.ld(), T(0),
+                     dst + c.first * s.dst_image, l.ohw);
+    } else {
+      gemm_for<T>(l)(false, false, l.ocg, n, l.k, T(1), wei, l.k, col, l.ld(), T(0), tmp, l.ld());
+      scatter_block(l, c, tmp, dst, s.dst_image);
+    }
   }
 }
 
 template <class T>
-void bwd_data_image(const ConvProblem& p, const Lowering& l, const ConvArgs& args, int n, T* col) {
-  const std::size_t src_group = static_cast<std::size_t>(l.icg) * p.ih * p.iw;
-  const std::size_t dst_group = static_cast<std::size_t>(l.ocg) * l.ohw;
-  T* image = writable<T>(args.diff_src) + static_cast<std::size_t>(n) * p.g * src_group;
-  if (!l.image_is_col) std::fill(image, image + p.g * src_group, T(0));
+void bwd_data_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, const Chunk& c,
+                    T* col, T* tmp) {
+  const GroupStrides s(p, l);
+  T* diff_src = writable<T>(args.diff_src);
+  if (!l.image_is_col)
+    std::fill(diff_src + c.first * s.src_image, diff_src + (c.first + c.count) * s.src_image,
+              T(0));
   for (int gi = 0; gi < p.g; ++gi) {
     const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
-    const T* diff_dst =
-        args.diff_dst.data<T>() + (static_cast<std::size_t>(n) * p.g + gi) * dst_group;
-    T* diff_src = image + gi * src_group;
-    gemm_for<T>(l)(true, false, l.k, l.ohw, l.ocg, T(1), wei, l.k, diff_dst, l.ohw, T(0),
-                   l.image_is_col ? diff_src : col, l.ohw);
-    if (!l.image_is_col) col2im_add(p, l.icg, col, diff_src);
+    const T* diff_dst = args.diff_dst.data<T>() + gi * s.dst_group;
+    T* out = diff_src + gi * s.src_group;
+    if (l.image_is_col) {
+      gemm_for<T>(l)(true, false, l.k, l.ohw, l.ocg, T(1), wei, l.k,
+                     diff_dst + c.first * s.dst_image, l.ohw, T(0), out + c.first * s.src_image,
+                     l.ohw);
+      continue;
+    }
+    const T* dy = diff_dst + c.first * s.dst_image;
+    if (l.chunk > 1) {
+      gather_block(l, c, diff_dst, s.dst_image, tmp);
+      dy = tmp;
+    }
+    gemm_for<T>(l)(true, false, l.k, c.count * l.ohw, l.ocg, T(1), wei, l.k, dy,
+                   l.chunk > 1 ? l.ld() : l.ohw, T(0), col, l.ld());
+    for_each_image(l, c, [&](int j) {
+      col2im_add(p, l.icg, col + j * l.ohw, l.ld(), out + (c.first + j) * s.src_image);
+    });
   }
 }
 
-// Accumulates image n's contribution into acc (a full dW); `first` overwrites instead.
+// Accumulates the chunk's contribution into acc (a full dW); `first` overwrites instead.
 template <class T>
-void bwd_weights_image(const ConvProblem& p, const Lowering& l, const ConvArgs& args, int n, T* col,
-                       T* acc, bool first) {
-  const std::size_t src_group = static_cast<std::size_t>(l.icg) * p.ih * p.iw;
-  const std::size_t dst_group = static_cast<std::size_t>(l.ocg) * l.ohw;
+void bwd_weights_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args,
+                       const Chunk& c, T* col, T* tmp, T* acc, bool first) {
+  const GroupStrides s(p, l);
   for (int gi = 0; gi < p.g; ++gi) {
-    const T* src = args.src.data<T>() + (static_cast<std::size_t>(n) * p.g + gi) * src_group;
-    if (!l.image_is_col) im2col(p, l.icg, src, col);
-    const T* diff_dst =
-        args.diff_dst.data<T>() + (static_cast<std::size_t>(n) * p.g + gi) * dst_group;
-    gemm_for<T>(l)(false, true, l.ocg, l.k, l.ohw, T(1), diff_dst, l.ohw,
-                   l.image_is_col ? src : col, l.ohw, first ? T(0) : T(1),
+    const T* src = args.src.data<T>() + gi * s.src_group;
+    const T* diff_dst = args.diff_dst.data<T>() + gi * s.dst_group;
+    const T* x = src + c.first * s.src_image;
+    const T* dy = diff_dst + c.first * s.dst_image;
+    if (!l.image_is_col) {
+      lower_chunk(p, l, c, src, col);
+      x = col;
+    }
+    if (l.chunk > 1) {
+      gather_block(l, c, diff_dst, s.dst_image, tmp);
+      dy = tmp;
+    }
+    gemm_for<T>(l)(false, true, l.ocg, l.k, c.count * l.ohw, T(1), dy, l.chunk > 1 ? l.ld() : l.ohw,
+                   x, l.image_is_col ? l.ohw : l.ld(), first ? T(0) : T(1),
                    acc + static_cast<std::size_t>(gi) * l.ocg * l.k, l.k);
   }
+}
+
+Chunk chunk_at(const ConvProblem& p, const Lowering& l, int index) {
+  const int first = index * l.chunk;
+  return {first, std::min(l.chunk, p.mb - first)};
 }
 
 template <class T>
@@ -182,8 +306,9 @@ void run_bwd_weights(const ConvProblem& p, const Lowering& l, const ConvArgs& ar
   T* diff_wei = writable<T>(args.diff_wei);
   tbb::parallel_for(0, l.slots, [&](int s) {
     T* acc = s == 0 ? diff_wei : l.partial<T>(ws, s);
-    for (int n = s; n < p.mb; n += l.slots)
-      bwd_weights_image(p, l, args, n, l.col<T>(ws, s), acc, n == s);
+    for (int i = s; i < l.chunks; i += l.slots)
+      bwd_weights_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s), acc,
+                        i == s);
   });
   const std::size_t count = static_cast<std::size_t>(p.oc) * l.k;
   for (int s = 1; s < l.slots; ++s) {
@@ -196,11 +321,11 @@ template <class T>
 void run_typed(const ConvProblem& p, const Lowering& l, const ConvArgs& args, Workspace ws) {
   if (p.dir == Direction::bwd_weights) return run_bwd_weights<T>(p, l, args, ws);
   tbb::parallel_for(0, l.slots, [&](int s) {
-    for (int n = s; n < p.mb; n += l.slots) {
+    for (int i = s; i < l.chunks; i += l.slots) {
       if (p.dir == Direction::fwd) {
-        fwd_image(p, l, args, n, l.col<T>(ws, s));
+        fwd_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
       } else {
-        bwd_data_image(p, l, args, n, l.col<T>(ws, s));
+        bwd_data_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
       }
     }
   });
@@ -212,14 +337,30 @@ bool Im2colGemmSolver::applicable(const ConvProblem& problem, std::string* why) 
   return conv_problem_well_formed(problem, why);
 }
 
-std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem, const TuneConfig&) const {
-  return Lowering(problem).total_bytes();
+// First the untuned default: the smallest power of two whose GEMMs are kDefaultMinColumns wide,
+// but no larger than leaves every core a chunk. Then every other power of two up to the batch.
+std::vector<TuneConfig> Im2colGemmSolver::configs(const ConvProblem& p) const {
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int per_core = std::max(1, (p.mb + cores - 1) / cores);
+  int preferred = 1;
+  while (preferred * 2 <= std::min(per_core, kMaxChunk) &&
+         preferred * p.oh() * p.ow() < kDefaultMinColumns)
+    preferred *= 2;
+  std::vector<TuneConfig> configs = {TuneConfig{{{"chunk", preferred}}}};
+  for (int chunk = 1; chunk <= std::min(p.mb, kMaxChunk); chunk *= 2)
+    if (chunk != preferred) configs.push_back(TuneConfig{{{"chunk", chunk}}});
+  return configs;
 }
 
-void Im2colGemmSolver::run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args,
+std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem,
+                                              const TuneConfig& config) const {
+  return Lowering(problem, config).total_bytes();
+}
+
+void Im2colGemmSolver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
                            Workspace ws) const {
   check_conv_args(p, args, Layout::NCHW);
-  const Lowering l(p);
+  const Lowering l(p, config);
   TUNECNN_CHECK(ws.bytes >= l.total_bytes(), "im2col_gemm needs ", l.total_bytes(),
                 " workspace bytes, got ", ws.bytes, " for ", p.key());
   dispatch_dtype(p.dt, [&]<class T>() { run_typed<T>(p, l, args, ws); });
