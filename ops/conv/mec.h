@@ -17,4 +17,10 @@ class MecSolver final : public ConvSolver {
            Workspace workspace) const override;
 };
 
+// Whether `config` runs `problem` as Solution A: ow <= T and the output fits in the lowered
+// matrix (A permutes its h-n-w-c result back through that memory).
+bool mec_uses_solution_a(const ConvProblem& problem, const TuneConfig& config);
+// Elements of MEC's lowered matrix L: mb * ow * (ih + 2 ph) * kw * ic.
+std::size_t mec_lowered_elements(const ConvProblem& problem);
+
 }  // namespace tunecnn

@@ -1,0 +1,155 @@
+// MEC-specific checks the generic solver suite cannot make: which of the paper's two solutions
+// each config selects, the size of the compact lowering against im2col's on the paper's layers,
+// and what the workspace holds. Numerics are in test_conv_solvers.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "models/conv_layers.h"
+#include "ops/conv/mec.h"
+#include "ops/conv/registry.h"
+#include "tests/support/conv_testing.h"
+
+namespace tunecnn {
+namespace {
+
+using namespace tunecnn::testing;
+
+const ConvSolver& mec() {
+  return *find_conv_solver("mec");
+}
+
+// The paper's im2col lowering of the whole batch: (mb*oh*ow) x (kh*kw*ic).
+std::size_t im2col_elements(const ConvProblem& p) {
+  return static_cast<std::size_t>(p.mb) * p.oh() * p.ow() * p.kh * p.kw * p.ic;
+}
+
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+ConvProblem layer(const std::string& name) {
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8))
+    if (l.name == name) return l.problem;
+  throw std::out_of_range(name);
+}
+
+TEST(Mec, ThresholdSelectsSolutionAOnlyWhenTheOutputFitsInL) {
+  const ConvProblem cv10 = layer("cv10");  // ow 26
+  EXPECT_TRUE(mec_uses_solution_a(cv10, {{{"T", 26}}}));
+  EXPECT_FALSE(mec_uses_solution_a(cv10, {{{"T", 25}}}));
+  EXPECT_TRUE(mec_uses_solution_a(cv10, {}));           // the paper's T = 100
+  EXPECT_FALSE(mec_uses_solution_a(layer("cv7"), {}));  // ow 222
+  // A 1x1 kernel widening 2 channels to 16: |O| = 8 |L|, so A has no room to permute its result.
+  const ConvProblem widening{Direction::fwd, 2, 2, 6, 6, 16, 1, 1, 1, 1, 0, 0, 1};
+  EXPECT_FALSE(mec_uses_solution_a(widening, {{{"T", 1000}}}));
+  for (const TuneConfig& config : mec().configs(widening))
+    EXPECT_FALSE(mec_uses_solution_a(widening, config)) << config.str();
+}
+
+// The suite runs every config, so both solutions are tested wherever A is possible.
+TEST(Mec, ConfigsStartWithThePaperThresholdAndCoverBothSolutions) {
+  std::vector<ConvProblem> problems;
+  for (const ConvShape& shape : edge_case_shapes()) problems.push_back(shape.problem);
+  for (const ConvShape& shape : model_layer_shapes()) problems.push_back(shape.problem);
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) problems.push_back(l.problem);
+  int both = 0;
+  for (const ConvProblem& p : problems) {
+    if (!mec().applicable(p, nullptr)) continue;
+    const std::vector<TuneConfig> configs = mec().configs(p);
+    ASSERT_FALSE(configs.empty());
+    EXPECT_EQ(configs.front().get("T", -1), 100) << p.key();
+    const bool a_possible = mec_uses_solution_a(p, {{{"T", p.ow()}}});
+    const auto uses_a = [&](const TuneConfig& c) { return mec_uses_solution_a(p, c); };
+    EXPECT_EQ(std::any_of(configs.begin(), configs.end(), uses_a), a_possible) << p.key();
+    EXPECT_FALSE(std::all_of(configs.begin(), configs.end(), uses_a)) << p.key();
+    for (int mt : {0, 1})
+      EXPECT_TRUE(std::any_of(configs.begin(), configs.end(), [&](const TuneConfig& c) {
+        return c.get("mt", -1) == mt;
+      })) << p.key();
+    both += a_possible;
+  }
+  EXPECT_GT(both, 20);
+}
+
+// At the paper's T the defaults already split the paper's layers between the two solutions.
+TEST(Mec, PaperThresholdUsesBothSolutionsOnThePaperLayers) {
+  int a = 0, b = 0;
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8))
+    (mec_uses_solution_a(l.problem, mec().configs(l.problem).front()) ? a : b) += 1;
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, 0);
+}
+
+TEST(Mec, LoweredSizeIsBatchTimesOwTimesPaddedHeightTimesKwTimesIc) {
+  for (const ConvShape& shape : edge_case_shapes()) {
+    const ConvProblem& p = shape.problem;
+    EXPECT_EQ(mec_lowered_elements(p),
+              static_cast<std::size_t>(p.mb) * p.ow() * (p.ih + 2 * p.ph) * p.kw * p.ic)
+        << p.key();
+  }
+  const ConvProblem k5_s2_p2 = edge_case_shapes()[6].problem;  // mb2 ic2 ih9 iw11 k5 s2 p2
+  EXPECT_EQ(mec_lowered_elements(k5_s2_p2), 2u * 6 * 13 * 5 * 2);
+}
+
+// Cho and Brand: about kh/sh times less than im2col, 3.2x over their layers. Per layer the
+// factor is oh*kh/ih, so small images (cv12: 7 rows, 5 outputs) fall furthest below kh/sh.
+TEST(Mec, LoweringIsAboutKhOverShSmallerThanIm2colOnThePaperLayers) {
+  double mec_total = 0, im2col_total = 0;
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) {
+    const ConvProblem& p = l.problem;
+    const double ratio = double(im2col_elements(p)) / double(mec_lowered_elements(p));
+    EXPECT_GE(ratio, 0.7 * p.kh / p.sh) << l.name;
+    EXPECT_GE(ratio, 2.0) << l.name;
+    mec_total += double(mec_lowered_elements(p));
+    im2col_total += double(im2col_elements(p));
+  }
+  EXPECT_GE(im2col_total / mec_total, 3.0);
+}
+
+// The workspace is L plus the repacked weights; only where the weights outweigh the images
+// (cv6 and cv12 at batch 8) is it not below im2col's full-batch lowering.
+TEST(Mec, WorkspaceIsBelowIm2colsFullBatchLowering) {
+  double mec_total = 0, im2col_total = 0;
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) {
+    const ConvProblem& p = l.problem;
+    const std::size_t weights = static_cast<std::size_t>(p.oc) * p.kh * p.kw * p.ic;
+    const std::size_t bytes = mec().workspace_bytes(p, mec().configs(p).front());
+    EXPECT_EQ(bytes, aligned(4 * mec_lowered_elements(p)) + aligned(4 * weights)) << l.name;
+    if (weights < mec_lowered_elements(p)) {
+      EXPECT_LT(bytes, 4 * im2col_elements(p)) << l.name;
+    }
+    mec_total += double(bytes);
+    im2col_total += 4.0 * double(im2col_elements(p));
+  }
+  EXPECT_LT(mec_total, 0.5 * im2col_total);
+}
+
+// Forward A permutes its result through L, so it costs nothing over B; backward A reads dO in
+// h-n-w-c order from a region of its own.
+TEST(Mec, SolutionANeedsExtraMemoryOnlyBackward) {
+  const ConvProblem cv10 = layer("cv10");
+  const TuneConfig a{{{"T", 1000}}}, b{{{"T", 0}}};
+  EXPECT_EQ(mec().workspace_bytes(cv10, a), mec().workspace_bytes(cv10, b));
+  const std::size_t out = static_cast<std::size_t>(cv10.mb) * cv10.oh() * cv10.ow() * cv10.oc;
+  const ConvProblem bwd_data = cv10.with_dir(Direction::bwd_data);
+  EXPECT_EQ(mec().workspace_bytes(bwd_data, a) - mec().workspace_bytes(bwd_data, b),
+            aligned(4 * out));
+}
+
+TEST(Mec, AppliesToUngroupedF32AndF64InEveryDirectionOnly) {
+  for (const ConvShape& shape : edge_case_shapes())
+    for (Direction dir : kAllDirections)
+      for (DType dt : {DType::f32, DType::f64}) {
+        std::string why;
+        const ConvProblem p = shape.with(dir, dt);
+        EXPECT_EQ(mec().applicable(p, &why), p.g == 1) << p.key();
+        if (p.g != 1) {
+          EXPECT_NE(why.find("groups"), std::string::npos) << why;
+        }
+      }
+  EXPECT_EQ(mec().layouts(layer("cv1")), std::vector<Layout>{Layout::NHWC});
+}
+
+}  // namespace
+}  // namespace tunecnn
