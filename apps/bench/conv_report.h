@@ -1,0 +1,26 @@
+#pragma once
+// What `bench conv` prints: the rows of each layer x direction as they complete, the summary of
+// our best against PyTorch, and the MEC paper's lowered-matrix memory comparison.
+#include <cstdint>
+#include <iosfwd>
+#include <vector>
+
+#include "apps/bench/conv_results.h"
+#include "models/conv_layers.h"
+
+namespace tunecnn {
+
+void print_table_header(std::ostream& out);
+// The rows of one layer x direction, then PyTorch's line; `*` marks the fastest row.
+void print_table_group(std::ostream& out, const std::vector<ConvBenchRow>& group);
+// Per direction, each layer's best against PyTorch; then fwd + bwd_data + bwd_weights totals.
+void print_summary(std::ostream& out, const std::vector<ConvBenchRow>& rows,
+                   const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs);
+
+// The MEC paper's definitions (Cho and Brand, ICML 2017), in elements for the whole batch:
+// im2col lowers to mb*oh*ow * kh*kw*ic, MEC to mb*ow * (ih+2ph)*kw*ic.
+std::int64_t paper_im2col_elements(const ConvProblem& problem);
+std::int64_t paper_mec_elements(const ConvProblem& problem);
+void print_mec_memory(std::ostream& out, const std::vector<ConvLayer>& layers);
+
+}  // namespace tunecnn
