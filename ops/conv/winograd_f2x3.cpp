@@ -1,19 +1,369 @@
-// SCAFFOLD: replaced by the real solver; until then it is never applicable.
+// Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional
+// Neural Networks", CVPR 2016): U = G g G^T per (oc, ic), V = B^T d B per 4x4 input tile (stride
+// 2), sixteen GEMMs M[xi] = U[xi] (oc x ic) x V[xi] (ic x tiles), then Y = A^T m A per 2x2 output.
+// 16 multiplies per 2x2 outputs instead of 36. Backward-data is the forward algorithm on diff_dst
+// with the kernel rotated 180 degrees, ic and oc swapped and padding 2 - p.
+// Constraints: NCHW on the CPU, f32/f64, 3x3 kernel, stride 1, groups == 1, fwd and bwd_data
+// (bwd_data: padding <= 2). Tunables: tiles: the most tiles one block transforms and multiplies
+// at once (the GEMMs' n); blocks run on P fixed slots, each with its own V and M buffers.
 #include "ops/conv/winograd_f2x3.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+
+#include "ops/blas.h"
 #include "ops/conv/args.h"
 
 namespace tunecnn {
+namespace {
 
-bool WinogradF2x3Solver::applicable(const ConvProblem& problem, std::string* why) const {
-  if (!conv_problem_well_formed(problem, why)) return false;
-  return reject(why, "not implemented yet");
+// The tile loops store to (or load from) sixteen rows of V or M, too many streams for GCC's
+// run-time alias checks; they never overlap, and saying so lets the loops vectorise.
+#if defined(__clang__)
+#define TUNECNN_NO_ALIAS _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TUNECNN_NO_ALIAS _Pragma("GCC ivdep")
+#else
+#define TUNECNN_NO_ALIAS
+#endif
+
+constexpr std::size_t kSliceAlignment = 64;  // slots never share a cache line
+// Blocks hold a multiple of this many tiles, so every row of V and M starts on a cache line.
+constexpr int kTileQuantum = 16;
+constexpr int kDefaultBlockTiles = 256;
+
+std::size_t align_up(std::size_t bytes) {
+  return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
 }
 
-std::size_t WinogradF2x3Solver::workspace_bytes(const ConvProblem&, const TuneConfig&) const { return 0; }
+int ceil_div(int a, int b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+int floor_half(int a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 
-void WinogradF2x3Solver::run(const ConvProblem& p, const TuneConfig&, const ConvArgs&, Workspace) const {
-  TUNECNN_FAIL("winograd_f2x3 is not implemented yet: ", p.key());
+// The forward convolution really computed. For bwd_data it convolves diff_dst (oc channels,
+// oh x ow) into diff_src (ic channels): a stride-1 conv's input gradient is a full correlation
+// with the flipped kernel, i.e. padding kh - 1 - ph = 2 - ph.
+struct Geometry {
+  int c_in, c_out, h_in, w_in, h_out, w_out, pad_h, pad_w;
+};
+
+Geometry geometry(const ConvProblem& p) {
+  if (p.dir == Direction::bwd_data) return {p.oc, p.ic, p.oh(), p.ow(), p.ih, p.iw, 2 - p.ph, 2 - p.pw};
+  return {p.ic, p.oc, p.ih, p.iw, p.oh(), p.ow(), p.ph, p.pw};
+}
+
+// Tiles numbered over the whole batch (image, tile row, tile column) are cut into blocks of
+// block_tiles; slot s runs blocks s, s + slots, ... in its own V and M buffers.
+// Workspace: [zero row][slot 0: V, M]...[slot P-1: V, M][U]. U is always fully written, so it
+// goes last and the workspace ends where its last element does.
+struct Blocking {
+  Geometry g;
+  int tiles_w, tiles_per_image, block_tiles, blocks, slots;
+  std::size_t zero_bytes, v_bytes, m_bytes, slot_bytes, u_bytes;
+
+  Blocking(const ConvProblem& p, const TuneConfig& config) : g(geometry(p)) {
+    tiles_w = ceil_div(g.w_out, 2);
+    tiles_per_image = ceil_div(g.h_out, 2) * tiles_w;
+    const int total = p.mb * tiles_per_image;
+    const int max_tiles = std::max(kTileQuantum, config.get("tiles", kDefaultBlockTiles));
+    // A multiple of P blocks of equal size keeps every core busy to the end.
+    const int cores = tbb::this_task_arena::max_concurrency();
+    const int wanted = ceil_div(ceil_div(total, max_tiles), cores) * cores;
+    block_tiles = std::min(total, ceil_div(ceil_div(total, wanted), kTileQuantum) * kTileQuantum);
+    blocks = ceil_div(total, block_tiles);
+    slots = std::min(cores, blocks);
+    const std::size_t elem = dtype_size(p.dt);
+    zero_bytes = align_up(static_cast<std::size_t>(g.w_in) * elem);
+    v_bytes = align_up(std::size_t{16} * g.c_in * block_tiles * elem);
+    m_bytes = align_up(std::size_t{16} * g.c_out * block_tiles * elem);
+    slot_bytes = v_bytes + m_bytes;
+    u_bytes = std::size_t{16} * g.c_out * g.c_in * elem;
+  }
+  std::size_t total_bytes() const { return zero_bytes + slots * slot_bytes + u_bytes; }
+
+  template <class T>
+  T* zero_row(Workspace ws) const {
+    return ws.as<T>();
+  }
+  template <class T>
+  T* v(Workspace ws, int slot) const {
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slot * slot_bytes);
+  }
+  template <class T>
+  T* m(Workspace ws, int slot) const {
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slot * slot_bytes + v_bytes);
+  }
+  template <class T>
+  T* u(Workspace ws) const {
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slots * slot_bytes);
+  }
+};
+
+// U[xi] = (G g G^T)[xi] with G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], stored at u[xi * stride].
+template <class T>
+inline void store_filter_tile(const T (&k)[3][3], T* u, std::size_t stride) {
+  T gk[4][3];  // G g
+  for (int j = 0; j < 3; ++j) {
+    gk[0][j] = k[0][j];
+    gk[1][j] = T(0.5) * (k[0][j] + k[1][j] + k[2][j]);
+    gk[2][j] = T(0.5) * (k[0][j] - k[1][j] + k[2][j]);
+    gk[3][j] = k[2][j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[(i * 4 + 0) * stride] = gk[i][0];
+    u[(i * 4 + 1) * stride] = T(0.5) * (gk[i][0] + gk[i][1] + gk[i][2]);
+    u[(i * 4 + 2) * stride] = T(0.5) * (gk[i][0] - gk[i][1] + gk[i][2]);
+    u[(i * 4 + 3) * stride] = gk[i][2];
+  }
+}
+
+// U[xi][co][ci] for the forward kernel g[co][ci] = wei[co][ci]: both run along ci.
+template <class T>
+void transform_filters_fwd(const Geometry& g, const T* wei, T* u) {
+  const std::size_t stride = static_cast<std::size_t>(g.c_out) * g.c_in;
+  tbb::parallel_for(tbb::blocked_range<int>(0, g.c_out), [&](const tbb::blocked_range<int>& r) {
+    for (int co = r.begin(); co < r.end(); ++co) {
+      const T* w = wei + static_cast<std::size_t>(co) * g.c_in * 9;
+      T* out = u + static_cast<std::size_t>(co) * g.c_in;
+      TUNECNN_NO_ALIAS
+      for (int ci = 0; ci < g.c_in; ++ci) {
+        T k[3][3];
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) k[i][j] = w[ci * 9 + i * 3 + j];
+        store_filter_tile(k, out + ci, stride);
+      }
+    }
+  });
+}
+
+// U[xi][co][ci] for bwd_data's kernel g[co][ci] = wei[ci][co] rotated by 180 degrees. wei runs
+// along co, U along ci: a transpose, done in blocks of ci so that both sides stream.
+template <class T>
+void transform_filters_bwd_data(const Geometry& g, const T* wei, T* u) {
+  constexpr int kBlock = 16;
+  const std::size_t stride = static_cast<std::size_t>(g.c_out) * g.c_in;
+  tbb::parallel_for(0, ceil_div(g.c_in, kBlock), [&](int block) {
+    const int ci0 = block * kBlock, ci1 = std::min(g.c_in, ci0 + kBlock);
+    for (int co = 0; co < g.c_out; ++co)
+      TUNECNN_NO_ALIAS
+      for (int ci = ci0; ci < ci1; ++ci) {
+        const T* w = wei + (static_cast<std::size_t>(ci) * g.c_out + co) * 9;
+        T k[3][3];
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) k[i][j] = w[(2 - i) * 3 + (2 - j)];
+        store_filter_tile(k, u + static_cast<std::size_t>(co) * g.c_in + ci, stride);
+      }
+  });
+}
+
+// V[xi] = (B^T d B)[xi] with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], stored at v[xi * stride].
+template <class T>
+inline void store_input_tile(const T (&d)[4][4], T* v, std::size_t stride) {
+  T w[4][4];  // B^T d
+  for (int j = 0; j < 4; ++j) {
+    w[0][j] = d[0][j] - d[2][j];
+    w[1][j] = d[1][j] + d[2][j];
+    w[2][j] = d[2][j] - d[1][j];
+    w[3][j] = d[1][j] - d[3][j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[(i * 4 + 0) * stride] = w[i][0] - w[i][2];
+    v[(i * 4 + 1) * stride] = w[i][1] + w[i][2];
+    v[(i * 4 + 2) * stride] = w[i][2] - w[i][1];
+    v[(i * 4 + 3) * stride] = w[i][1] - w[i][3];
+  }
+}
+
+// Y = A^T m A with A^T = [1 1 1 0; 0 1 -1 -1], m read from m[xi * stride].
+template <class T>
+inline void output_tile(const T* m, std::size_t stride, T (&y)[2][2]) {
+  T s[2][4];  // A^T m
+  for (int j = 0; j < 4; ++j) {
+    const T m0 = m[j * stride], m1 = m[(4 + j) * stride];
+    const T m2 = m[(8 + j) * stride], m3 = m[(12 + j) * stride];
+    s[0][j] = m0 + m1 + m2;
+    s[1][j] = m1 - m2 - m3;
+  }
+  for (int i = 0; i < 2; ++i) {
+    y[i][0] = s[i][0] + s[i][1] + s[i][2];
+    y[i][1] = s[i][1] - s[i][2] - s[i][3];
+  }
+}
+
+// A run of tiles of one tile row inside a block: tiles tx0 .. tx0+len-1 of row ty of image n,
+// at columns col0 .. col0+len-1 of the block's V and M.
+struct Segment {
+  int n, ty, tx0, len, col0;
+};
+
+template <class Fn>
+void for_each_segment(const Blocking& b, int block, int total, Fn&& fn) {
+  const int first = block * b.block_tiles, last = std::min(total, first + b.block_tiles);
+  for (int t = first; t < last;) {
+    const int n = t / b.tiles_per_image, rest = t % b.tiles_per_image;
+    const int ty = rest / b.tiles_w, tx = rest % b.tiles_w;
+    const int len = std::min(b.tiles_w - tx, last - t);
+    fn(Segment{n, ty, tx, len, t - first});
+    t += len;
+  }
+}
+
+// Transforms one segment of one input channel. Rows outside the image read the zero row, so
+// only the tiles that cross the left or right edge need per-column checks.
+template <class T>
+void transform_input_segment(const Geometry& g, const T* plane, const T* zero_row,
+                             const Segment& s, T* v, std::size_t stride) {
+  const T* rows[4];
+  for (int k = 0; k < 4; ++k) {
+    const int y = 2 * s.ty - g.pad_h + k;
+    rows[k] = y >= 0 && y < g.h_in ? plane + static_cast<std::size_t>(y) * g.w_in : zero_row;
+  }
+  // Tile x reads columns 2 (tx0 + x) - pad_w + [0, 4).
+  const int c0 = 2 * s.tx0 - g.pad_w;
+  const int lo = std::clamp(-floor_half(c0), 0, s.len);
+  const int hi = std::clamp(floor_half(g.w_in - 4 - c0) + 1, lo, s.len);
+  auto edge_tile = [&](int x) {
+    T d[4][4];
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 4; ++j) {
+        const int c = c0 + 2 * x + j;
+        d[k][j] = c >= 0 && c < g.w_in ? rows[k][c] : T(0);
+      }
+    store_input_tile(d, v + s.col0 + x, stride);
+  };
+  for (int x = 0; x < lo; ++x) edge_tile(x);
+  TUNECNN_NO_ALIAS
+  for (int x = lo; x < hi; ++x) {
+    const int c = c0 + 2 * x;
+    T d[4][4];
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 4; ++j) d[k][j] = rows[k][c + j];
+    store_input_tile(d, v + s.col0 + x, stride);
+  }
+  for (int x = hi; x < s.len; ++x) edge_tile(x);
+}
+
+// Writes one segment of one output channel; the last tile row and column may be half outside.
+template <class T>
+void transform_output_segment(const Geometry& g, const T* m, std::size_t stride, const Segment& s,
+                              T* plane) {
+  T* row0 = plane + static_cast<std::size_t>(2 * s.ty) * g.w_out + 2 * s.tx0;
+  const bool two_rows = 2 * s.ty + 1 < g.h_out;
+  T* row1 = two_rows ? row0 + g.w_out : row0;
+  // Tiles whose two columns are both inside the output.
+  const int full = std::min(s.len, g.w_out / 2 - s.tx0);
+  m += s.col0;
+  if (two_rows) {
+    TUNECNN_NO_ALIAS
+    for (int x = 0; x < full; ++x) {
+      T y[2][2];
+      output_tile(m + x, stride, y);
+      row0[2 * x] = y[0][0];
+      row0[2 * x + 1] = y[0][1];
+      row1[2 * x] = y[1][0];
+      row1[2 * x + 1] = y[1][1];
+    }
+  } else {
+    TUNECNN_NO_ALIAS
+    for (int x = 0; x < full; ++x) {
+      T y[2][2];
+      output_tile(m + x, stride, y);
+      row0[2 * x] = y[0][0];
+      row0[2 * x + 1] = y[0][1];
+    }
+  }
+  for (int x = full; x < s.len; ++x) {
+    T y[2][2];
+    output_tile(m + x, stride, y);
+    row0[2 * x] = y[0][0];
+    if (two_rows) row1[2 * x] = y[1][0];
+  }
+}
+
+template <class T>
+using GemmFn = void (*)(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+
+// Transform the block's tiles, sixteen GEMMs, transform back into dst.
+template <class T>
+void run_block(const Blocking& b, int block, int total, const T* src, T* dst, const T* u,
+               const T* zero_row, T* v, T* m) {
+  const Geometry& g = b.g;
+  const std::size_t in_plane = static_cast<std::size_t>(g.h_in) * g.w_in;
+  const std::size_t out_plane = static_cast<std::size_t>(g.h_out) * g.w_out;
+  const int tiles = std::min(b.block_tiles, total - block * b.block_tiles);
+  const std::size_t v_stride = static_cast<std::size_t>(g.c_in) * b.block_tiles;
+  const std::size_t m_stride = static_cast<std::size_t>(g.c_out) * b.block_tiles;
+  for (int ci = 0; ci < g.c_in; ++ci)
+    for_each_segment(b, block, total, [&](const Segment& s) {
+      const T* plane = src + (static_cast<std::size_t>(s.n) * g.c_in + ci) * in_plane;
+      transform_input_segment(g, plane, zero_row, s, v + static_cast<std::size_t>(ci) * b.block_tiles,
+                              v_stride);
+    });
+  // One slot alone may use the TBB-parallel GEMM; several slots already occupy the cores.
+  const GemmFn<T> gemm_fn = b.slots == 1 ? &gemm<T> : &gemm_serial<T>;
+  const std::size_t u_stride = static_cast<std::size_t>(g.c_out) * g.c_in;
+  for (int xi = 0; xi < 16; ++xi)
+    gemm_fn(false, false, g.c_out, tiles, g.c_in, T(1), u + xi * u_stride, g.c_in, v + xi * v_stride,
+            b.block_tiles, T(0), m + xi * m_stride, b.block_tiles);
+  for (int co = 0; co < g.c_out; ++co)
+    for_each_segment(b, block, total, [&](const Segment& s) {
+      T* plane = dst + (static_cast<std::size_t>(s.n) * g.c_out + co) * out_plane;
+      transform_output_segment(g, m + static_cast<std::size_t>(co) * b.block_tiles, m_stride, s,
+                               plane);
+    });
+}
+
+template <class T>
+void run_typed(const ConvProblem& p, const Blocking& b, const ConvArgs& args, Workspace ws) {
+  const bool fwd = p.dir == Direction::fwd;
+  const T* src = fwd ? args.src.data<T>() : args.diff_dst.data<T>();
+  T* dst = fwd ? writable<T>(args.dst) : writable<T>(args.diff_src);
+  T* zero_row = b.zero_row<T>(ws);
+  std::fill(zero_row, zero_row + b.g.w_in, T(0));
+  T* u = b.u<T>(ws);
+  if (fwd) {
+    transform_filters_fwd(b.g, args.wei.data<T>(), u);
+  } else {
+    transform_filters_bwd_data(b.g, args.wei.data<T>(), u);
+  }
+  const int total = p.mb * b.tiles_per_image;
+  tbb::parallel_for(0, b.slots, [&](int s) {
+    for (int block = s; block < b.blocks; block += b.slots)
+      run_block(b, block, total, src, dst, u, zero_row, b.v<T>(ws, s), b.m<T>(ws, s));
+  });
+}
+
+}  // namespace
+
+bool WinogradF2x3Solver::applicable(const ConvProblem& p, std::string* why) const {
+  if (!conv_problem_well_formed(p, why)) return false;
+  if (p.g != 1) return reject(why, "winograd_f2x3 needs groups == 1");
+  if (p.kh != 3 || p.kw != 3) return reject(why, "winograd_f2x3 needs a 3x3 kernel");
+  if (p.sh != 1 || p.sw != 1) return reject(why, "winograd_f2x3 needs stride 1");
+  if (p.dir == Direction::bwd_weights)
+    return reject(why, "winograd_f2x3 computes fwd and bwd_data only, not bwd_weights");
+  // bwd_data convolves with padding 2 - p, which must not be negative.
+  if (p.dir == Direction::bwd_data && (p.ph > 2 || p.pw > 2))
+    return reject(why, "winograd_f2x3 bwd_data needs padding <= 2");
+  return true;
+}
+
+std::size_t WinogradF2x3Solver::workspace_bytes(const ConvProblem& p,
+                                                const TuneConfig& config) const {
+  return Blocking(p, config).total_bytes();
+}
+
+void WinogradF2x3Solver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
+                             Workspace ws) const {
+  check_conv_args(p, args, Layout::NCHW);
+  std::string why;
+  TUNECNN_CHECK(applicable(p, &why), why, ": ", p.key());
+  const Blocking b(p, config);
+  TUNECNN_CHECK(ws.bytes >= b.total_bytes(), "winograd_f2x3 needs ", b.total_bytes(),
+                " workspace bytes, got ", ws.bytes, " for ", p.key());
+  dispatch_dtype(p.dt, [&]<class T>() { run_typed<T>(p, b, args, ws); });
 }
 
 }  // namespace tunecnn
