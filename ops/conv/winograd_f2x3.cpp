@@ -40,6 +40,15 @@ std::size_t align_up(std::size_t bytes) {
 }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+
+// Elements between consecutive xi planes of U, V or M. The transforms touch all sixteen planes at
+// once; a multiple of 4 KiB apart, they would all fall into one L1 set and evict each other.
+std::size_t plane_stride(std::size_t elements, std::size_t elem) {
+  constexpr std::size_t kPage = 4096;
+  const std::size_t bytes = elements * elem;
+  if (bytes < kPage) return align_up(bytes) / elem;
+  return ((bytes + kPage - 1) / kPage * kPage + kSliceAlignment) / elem;
+}
 int floor_half(int a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 
 // The forward convolution really computed. For bwd_data it convolves diff_dst (oc channels,
@@ -61,6 +70,7 @@ Geometry geometry(const ConvProblem& p) {
 struct Blocking {
   Geometry g;
   int tiles_w, tiles_per_image, block_tiles, blocks, slots;
+  std::size_t v_plane, m_plane, u_plane;  // elements
   std::size_t zero_bytes, v_bytes, m_bytes, slot_bytes, u_bytes;
 
   Blocking(const ConvProblem& p, const TuneConfig& config) : g(geometry(p)) {
@@ -76,10 +86,14 @@ struct Blocking {
     slots = std::min(cores, blocks);
     const std::size_t elem = dtype_size(p.dt);
     zero_bytes = align_up(static_cast<std::size_t>(g.w_in) * elem);
-    v_bytes = align_up(std::size_t{16} * g.c_in * block_tiles * elem);
-    m_bytes = align_up(std::size_t{16} * g.c_out * block_tiles * elem);
+    v_plane = plane_stride(static_cast<std::size_t>(g.c_in) * block_tiles, elem);
+    m_plane = plane_stride(static_cast<std::size_t>(g.c_out) * block_tiles, elem);
+    const std::size_t u_elements = static_cast<std::size_t>(g.c_out) * g.c_in;
+    u_plane = plane_stride(u_elements, elem);
+    v_bytes = 16 * v_plane * elem;
+    m_bytes = 16 * m_plane * elem;
     slot_bytes = v_bytes + m_bytes;
-    u_bytes = std::size_t{16} * g.c_out * g.c_in * elem;
+    u_bytes = (15 * u_plane + u_elements) * elem;
   }
   std::size_t total_bytes() const { return zero_bytes + slots * slot_bytes + u_bytes; }
 
@@ -121,8 +135,7 @@ inline void store_filter_tile(const T (&k)[3][3], T* u, std::size_t stride) {
 
 // U[xi][co][ci] for the forward kernel g[co][ci] = wei[co][ci]: both run along ci.
 template <class T>
-void transform_filters_fwd(const Geometry& g, const T* wei, T* u) {
-  const std::size_t stride = static_cast<std::size_t>(g.c_out) * g.c_in;
+void transform_filters_fwd(const Geometry& g, const T* wei, T* u, std::size_t stride) {
   tbb::parallel_for(tbb::blocked_range<int>(0, g.c_out), [&](const tbb::blocked_range<int>& r) {
     for (int co = r.begin(); co < r.end(); ++co) {
       const T* w = wei + static_cast<std::size_t>(co) * g.c_in * 9;
@@ -141,9 +154,8 @@ void transform_filters_fwd(const Geometry& g, const T* wei, T* u) {
 // U[xi][co][ci] for bwd_data's kernel g[co][ci] = wei[ci][co] rotated by 180 degrees. wei runs
 // along co, U along ci: a transpose, done in blocks of ci so that both sides stream.
 template <class T>
-void transform_filters_bwd_data(const Geometry& g, const T* wei, T* u) {
+void transform_filters_bwd_data(const Geometry& g, const T* wei, T* u, std::size_t stride) {
   constexpr int kBlock = 16;
-  const std::size_t stride = static_cast<std::size_t>(g.c_out) * g.c_in;
   tbb::parallel_for(0, ceil_div(g.c_in, kBlock), [&](int block) {
     const int ci0 = block * kBlock, ci1 = std::min(g.c_in, ci0 + kBlock);
     for (int co = 0; co < g.c_out; ++co)
@@ -293,8 +305,7 @@ void run_block(const Blocking& b, int block, int total, const T* src, T* dst, co
   const std::size_t in_plane = static_cast<std::size_t>(g.h_in) * g.w_in;
   const std::size_t out_plane = static_cast<std::size_t>(g.h_out) * g.w_out;
   const int tiles = std::min(b.block_tiles, total - block * b.block_tiles);
-  const std::size_t v_stride = static_cast<std::size_t>(g.c_in) * b.block_tiles;
-  const std::size_t m_stride = static_cast<std::size_t>(g.c_out) * b.block_tiles;
+  const std::size_t v_stride = b.v_plane, m_stride = b.m_plane;
   for (int ci = 0; ci < g.c_in; ++ci)
     for_each_segment(b, block, total, [&](const Segment& s) {
       const T* plane = src + (static_cast<std::size_t>(s.n) * g.c_in + ci) * in_plane;
@@ -303,7 +314,7 @@ void run_block(const Blocking& b, int block, int total, const T* src, T* dst, co
     });
   // One slot alone may use the TBB-parallel GEMM; several slots already occupy the cores.
   const GemmFn<T> gemm_fn = b.slots == 1 ? &gemm<T> : &gemm_serial<T>;
-  const std::size_t u_stride = static_cast<std::size_t>(g.c_out) * g.c_in;
+  const std::size_t u_stride = b.u_plane;
   for (int xi = 0; xi < 16; ++xi)
     gemm_fn(false, false, g.c_out, tiles, g.c_in, T(1), u + xi * u_stride, g.c_in, v + xi * v_stride,
             b.block_tiles, T(0), m + xi * m_stride, b.block_tiles);
@@ -324,9 +335,9 @@ void run_typed(const ConvProblem& p, const Blocking& b, const ConvArgs& args, Wo
   std::fill(zero_row, zero_row + b.g.w_in, T(0));
   T* u = b.u<T>(ws);
   if (fwd) {
-    transform_filters_fwd(b.g, args.wei.data<T>(), u);
+    transform_filters_fwd(b.g, args.wei.data<T>(), u, b.u_plane);
   } else {
-    transform_filters_bwd_data(b.g, args.wei.data<T>(), u);
+    transform_filters_bwd_data(b.g, args.wei.data<T>(), u, b.u_plane);
   }
   const int total = p.mb * b.tiles_per_image;
   tbb::parallel_for(0, b.slots, [&](int s) {
