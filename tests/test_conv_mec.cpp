@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "models/conv_layers.h"
 #include "ops/conv/mec.h"
 #include "ops/conv/registry.h"
+#include "ops/layout/reference.h"
 #include "tests/support/conv_testing.h"
 
 namespace tunecnn {
@@ -135,6 +137,38 @@ TEST(Mec, SolutionANeedsExtraMemoryOnlyBackward) {
   const ConvProblem bwd_data = cv10.with_dir(Direction::bwd_data);
   EXPECT_EQ(mec().workspace_bytes(bwd_data, a) - mec().workspace_bytes(bwd_data, b),
             aligned(4 * out));
+}
+
+// Backward-data clears only the columns of dL that its first phase does not overwrite; a
+// workspace full of NaN shows any it misses, on shapes with gaps between partitions (sh > kh),
+// borders wider than the kernel, and a kernel row count not divisible by the stride.
+TEST(Mec, ResultsDoNotDependOnTheWorkspaceContents) {
+  std::vector<ConvProblem> problems = {
+      ConvProblem{Direction::fwd, 2, 3, 11, 9, 4, 2, 3, 3, 2, 1, 0, 1},
+      ConvProblem{Direction::fwd, 3, 2, 9, 8, 3, 5, 3, 2, 1, 3, 1, 1},
+  };
+  for (const char* name : {"k1_stride2", "k3_s3", "pad3_k3", "k5_s2_p2", "aniso_k5x3"})
+    for (const ConvShape& shape : edge_case_shapes())
+      if (shape.name == name) problems.push_back(shape.problem);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const ConvProblem& fwd : problems)
+    for (Direction dir : kAllDirections) {
+      ConvProblem p = fwd.with_dir(dir);
+      p.dt = DType::f64;
+      const ConvArgs nchw = make_conv_args(p, 5);
+      const Tensor want = run_in_layout({&direct_conv_solver(), {}}, p, nchw, Layout::NCHW);
+      for (const TuneConfig& config : mec().configs(p)) {
+        ConvArgs args = nchw;
+        for (Tensor* t : {&args.src, &args.dst, &args.diff_src, &args.diff_dst})
+          *t = convert_layout_reference(*t, Layout::NHWC);
+        args.diff_wei = nchw.diff_wei.clone();
+        const std::size_t bytes = mec().workspace_bytes(p, config);
+        std::vector<double> workspace(bytes / sizeof(double) + 1, nan);
+        mec().run(p, config, args, Workspace{workspace.data(), bytes});
+        const Tensor got = convert_layout_reference(conv_output(args, dir), Layout::NCHW);
+        EXPECT_TRUE(close_relative(got, want, 1e-12)) << "[" << config.str() << "] " << p.key();
+      }
+    }
 }
 
 TEST(Mec, AppliesToUngroupedF32AndF64InEveryDirectionOnly) {

@@ -301,6 +301,21 @@ const T* partitioned_diff_dst(const MecPlan& m, const ConvArgs& args, Workspace 
   return m.out<T>(ws);
 }
 
+// Phase 0's partitions store their products (beta 0) instead of adding them, which saves
+// clearing all of dL first; only the columns none of them covers are cleared: the gaps between
+// them (where P*sh > kh) and the rows below the last one.
+template <class T>
+void zero_uncovered(const MecPlan& m, int phases, T* dl) {
+  const std::size_t step = static_cast<std::size_t>(m.p.sh) * m.p.kw * m.p.ic;
+  tbb::parallel_for(0, m.p.mb * m.ow, [&](int i) {
+    T* row = dl + static_cast<std::size_t>(i) * m.row;
+    for (int h = 0; h < m.oh; h += phases) {
+      const bool last = h + phases >= m.oh;
+      std::fill(row + h * step + m.kd, last ? row + m.row : row + (h + phases) * step, T(0));
+    }
+  });
+}
+
 template <class T>
 void backward_data(const MecPlan& m, const ConvArgs& args, Workspace ws) {
   const ConvProblem& p = m.p;
@@ -308,14 +323,12 @@ void backward_data(const MecPlan& m, const ConvArgs& args, Workspace ws) {
   T* dl = m.lowered<T>(ws);
   pack_weights(m, args.wei.data<T>(), kt);
   const T* diff_dst = partitioned_diff_dst<T>(m, args, ws);
-  tbb::parallel_for(0, p.mb * m.ow, [&](int i) {
-    std::fill(dl + static_cast<std::size_t>(i) * m.row, dl + (i + 1) * std::size_t(m.row), T(0));
-  });
   const int phases = (p.kh + p.sh - 1) / p.sh;
+  zero_uncovered(m, phases, dl);
   for (int phase = 0; phase < std::min(phases, m.oh); ++phase)
     for_each_partition<T>(m, phase, phases, [&](Partition q, GemmFn<T> gemm) {
       gemm(false, false, q.images * m.ow, m.kd, p.oc, T(1), out_part(m, diff_dst, q), p.oc, kt,
-           m.kd, T(1), lowered_part(m, dl, q), m.row);
+           m.kd, phase == 0 ? T(0) : T(1), lowered_part(m, dl, q), m.row);
     });
   scatter_add(m, dl, writable<T>(args.diff_src));
 }
