@@ -79,28 +79,26 @@ void for_each_lane_run(int n, F&& f) {
   if (n0 < n) f.template operator()<1>(n0, n - n0);
 }
 
-// Channels [first, first + size) of one group; size is the register block or 1 for the rest.
+// Channels [first, first + size) of one group: register blocks of Block, the last one shorter.
 struct ChannelBlock {
   int first, size;
 };
 
 std::vector<ChannelBlock> channel_blocks(int channels, int per_group, int block) {
   std::vector<ChannelBlock> blocks;
-  for (int start = 0; start < channels; start += per_group) {
-    int c = start;
-    for (; c + block <= start + per_group; c += block) blocks.push_back({c, block});
-    for (; c < start + per_group; ++c) blocks.push_back({c, 1});
-  }
+  for (int start = 0; start < channels; start += per_group)
+    for (int c = start; c < start + per_group; c += block)
+      blocks.push_back({c, std::min(block, start + per_group - c)});
   return blocks;
 }
 
-// Calls f.template operator()<B>() with B = the block's size, known at compile time.
+// Calls f.template operator()<B>() with B = size (1 <= size <= Block) known at compile time, so
+// a short block (3 RGB channels, say) still keeps its accumulators in registers.
 template <int Block, class F>
 void with_block_size(int size, F&& f) {
-  if (size == Block)
-    f.template operator()<Block>();
-  else
-    f.template operator()<1>();
+  if constexpr (Block > 1)
+    if (size < Block) return with_block_size<Block - 1>(size, f);
+  f.template operator()<Block>();
 }
 
 struct Range {
@@ -113,13 +111,11 @@ Range taps_inside(int pos, int stride, int pad, int k, int in) {
   return {std::max(0, -base), std::min(k, in - base)};
 }
 
-// Kernel taps k through which input pos reaches an output o = (pos + pad - k) / stride in
-// [0, out); they step by the stride, from lo (congruent to pos + pad) to below hi.
-Range taps_reaching(int pos, int stride, int pad, int k, int out) {
-  const int t = pos + pad;  // = o * stride + k
-  const int lo = std::max(0, t - (out - 1) * stride), hi = std::min(k - 1, t);
-  if (lo > hi) return {0, 0};
-  return {lo + (t - lo) % stride, hi + 1};
+// Output positions o in [0, out) that read input pos, through tap pos + pad - o * stride < k.
+Range outputs_of_input(int pos, int stride, int pad, int k, int out) {
+  const int t = pos + pad, first = t - (k - 1);  // bounds on o * stride
+  const int lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  return {lo, std::max(lo, std::min(out, t / stride + 1))};
 }
 
 // Output positions o in [0, out) whose input o * stride - pad + tap lies in [0, in).
@@ -147,34 +143,65 @@ struct Geometry {
         wei_c(static_cast<std::size_t>(p.kh) * p.kw) {}
 };
 
-// dst[o0 + b][y][x][n0 : n0 + L * LB] for b < OB and every x of row y.
+// fwd and bwd_data sum over channels. Summing all of them per output would walk kh x kw windows
+// of every channel (64 channels x 5x5 x 256 bytes is 400 KB, out of L1 and, with power-of-two
+// plane strides, out of L2); summing this many at a time and storing partial sums in between
+// keeps the windows of a row in L1, so sliding along the row reloads only one column.
+constexpr std::size_t kWindowBytes = 16 * 1024;
+
+template <class T>
+int channels_per_pass(const ConvProblem& p, int lanes, int channels) {
+  const std::size_t window = static_cast<std::size_t>(p.kh) * p.kw * lanes * sizeof(T);
+  return static_cast<int>(std::clamp<std::size_t>(kWindowBytes / window, 1, channels));
+}
+
+// The register block: B channels x LB vectors of L lanes, zeroed or loaded from partial sums.
+template <class T, int L, int LB, int B>
+struct Accumulators {
+  Vec<T, L> v[B][LB];
+
+  void start(const T* out, std::size_t plane, bool partial) {
+    for (int b = 0; b < B; ++b)
+      for (int l = 0; l < LB; ++l) v[b][l] = partial ? load<T, L>(out + b * plane + l * L) : Vec<T, L>{};
+  }
+  // The weights of the block's channels for one (channel, tap) lie `stride` apart.
+  void add(const T* in, const T* weights, std::size_t stride) {
+    Vec<T, L> x[LB];
+    for (int l = 0; l < LB; ++l) x[l] = load<T, L>(in + l * L);
+    for (int b = 0; b < B; ++b) {
+      const T w = weights[b * stride];
+      for (int l = 0; l < LB; ++l) v[b][l] += w * x[l];
+    }
+  }
+  void finish(T* out, std::size_t plane) const {
+    for (int b = 0; b < B; ++b)
+      for (int l = 0; l < LB; ++l) store<T, L>(out + b * plane + l * L, v[b][l]);
+  }
+};
+
+// dst[o0 + b][y][x][n0 : n0 + L * LB] for b < OB and every x of row y, summed over the input
+// channels cs of the group; `partial` adds to the sums of earlier channels.
 template <class T, int L, int LB, int OB>
 void fwd_row(const ConvProblem& p, const Geometry& g, const T* src, const T* wei, T* dst, int o0,
-             int y, int n0) {
+             int y, int n0, Range cs, bool partial) {
   const int c_first = o0 / g.ocg * g.icg;
   const Range rows = taps_inside(y, p.sh, p.ph, p.kh, p.ih);
   for (int x = 0; x < g.ow; ++x) {
     const Range cols = taps_inside(x, p.sw, p.pw, p.kw, p.iw);
-    Vec<T, L> acc[OB][LB] = {};
-    for (int c = 0; c < g.icg; ++c) {
+    T* out = dst + o0 * g.dst_plane + (static_cast<std::size_t>(y) * g.ow + x) * g.n + n0;
+    Accumulators<T, L, LB, OB> acc;
+    acc.start(out, g.dst_plane, partial);
+    for (int c = cs.lo; c < cs.hi; ++c) {
       const T* w = wei + o0 * g.wei_o + c * g.wei_c;
       const T* plane = src + (c_first + c) * g.src_plane + n0;
       for (int ki = rows.lo; ki < rows.hi; ++ki) {
         const int iy = y * p.sh - p.ph + ki, ix = x * p.sw - p.pw + cols.lo;
         const T* in = plane + (static_cast<std::size_t>(iy) * p.iw + ix) * g.n;
-        for (int kj = cols.lo; kj < cols.hi; ++kj, in += g.n) {
-          Vec<T, L> v[LB];
-          for (int l = 0; l < LB; ++l) v[l] = load<T, L>(in + l * L);
-          for (int b = 0; b < OB; ++b) {
-            const T weight = w[b * g.wei_o + ki * p.kw + kj];
-            for (int l = 0; l < LB; ++l) acc[b][l] += weight * v[l];
-          }
-        }
+        for (int kj = cols.lo; kj < cols.hi; ++kj, in += g.n)
+          acc.add(in, w + ki * p.kw + kj, g.wei_o);
       }
     }
-    T* out = dst + o0 * g.dst_plane + (static_cast<std::size_t>(y) * g.ow + x) * g.n + n0;
-    for (int b = 0; b < OB; ++b)
-      for (int l = 0; l < LB; ++l) store<T, L>(out + b * g.dst_plane + l * L, acc[b][l]);
+    acc.finish(out, g.dst_plane);
   }
 }
 
@@ -187,43 +214,40 @@ void direct_chwn_fwd(const ConvProblem& p, const T* src, const T* wei, T* dst) {
     const ChannelBlock block = blocks[task / g.oh];
     const int y = task % g.oh;
     with_block_size<OB>(block.size, [&]<int B>() {
-      for_each_lane_block<T>(g.n, [&]<int L, int LB>(int n0) {
-        fwd_row<T, L, LB, B>(p, g, src, wei, dst, block.first, y, n0);
-      });
+      const int pass = channels_per_pass<T>(p, g.n, g.icg);
+      for (int c = 0; c < g.icg; c += pass)
+        for_each_lane_block<T>(g.n, [&]<int L, int LB>(int n0) {
+          fwd_row<T, L, LB, B>(p, g, src, wei, dst, block.first, y, n0,
+                               {c, std::min(c + pass, g.icg)}, c > 0);
+        });
     });
   });
 }
 
 // The gather form: diff_src[c0 + b][iy][ix][n0 : n0 + L * LB] for b < CB and every ix of row
-// iy, summed over the outputs of the group that read it.
+// iy, summed over the output channels os of the group (offsets inside it) that read it.
 template <class T, int L, int LB, int CB>
 void bwd_data_row(const ConvProblem& p, const Geometry& g, const T* diff_dst, const T* wei,
-                  T* diff_src, int c0, int iy, int n0) {
-  const int group = c0 / g.icg, c = c0 % g.icg;
-  const Range rows = taps_reaching(iy, p.sh, p.ph, p.kh, g.oh);
+                  T* diff_src, int c0, int iy, int n0, Range os, bool partial) {
+  const int o_first = c0 / g.icg * g.ocg, c = c0 % g.icg;
+  const Range ys = outputs_of_input(iy, p.sh, p.ph, p.kh, g.oh);
   for (int ix = 0; ix < p.iw; ++ix) {
-    const Range cols = taps_reaching(ix, p.sw, p.pw, p.kw, g.ow);
-    Vec<T, L> acc[CB][LB] = {};
-    for (int o = group * g.ocg; o < (group + 1) * g.ocg; ++o) {
+    const Range xs = outputs_of_input(ix, p.sw, p.pw, p.kw, g.ow);
+    T* out = diff_src + c0 * g.src_plane + (static_cast<std::size_t>(iy) * p.iw + ix) * g.n + n0;
+    Accumulators<T, L, LB, CB> acc;
+    acc.start(out, g.src_plane, partial);
+    for (int o = o_first + os.lo; o < o_first + os.hi; ++o) {
       const T* w = wei + o * g.wei_o + c * g.wei_c;
       const T* plane = diff_dst + o * g.dst_plane + n0;
-      for (int ki = rows.lo; ki < rows.hi; ki += p.sh) {
-        const int y = (iy + p.ph - ki) / p.sh;
-        for (int kj = cols.lo; kj < cols.hi; kj += p.sw) {
-          const int x = (ix + p.pw - kj) / p.sw;
-          const T* in = plane + (static_cast<std::size_t>(y) * g.ow + x) * g.n;
-          Vec<T, L> v[LB];
-          for (int l = 0; l < LB; ++l) v[l] = load<T, L>(in + l * L);
-          for (int b = 0; b < CB; ++b) {
-            const T weight = w[b * g.wei_c + ki * p.kw + kj];
-            for (int l = 0; l < LB; ++l) acc[b][l] += weight * v[l];
-          }
-        }
+      // Outputs in increasing address order; the taps run backwards.
+      for (int y = ys.lo; y < ys.hi; ++y) {
+        const int ki = iy + p.ph - y * p.sh, kj = ix + p.pw - xs.lo * p.sw;
+        const T* in = plane + (static_cast<std::size_t>(y) * g.ow + xs.lo) * g.n;
+        const T* tap = w + ki * p.kw + kj;
+        for (int x = xs.lo; x < xs.hi; ++x, in += g.n, tap -= p.sw) acc.add(in, tap, g.wei_c);
       }
     }
-    T* out = diff_src + c0 * g.src_plane + (static_cast<std::size_t>(iy) * p.iw + ix) * g.n + n0;
-    for (int b = 0; b < CB; ++b)
-      for (int l = 0; l < LB; ++l) store<T, L>(out + b * g.src_plane + l * L, acc[b][l]);
+    acc.finish(out, g.src_plane);
   }
 }
 
@@ -236,72 +260,86 @@ void direct_chwn_bwd_data(const ConvProblem& p, const T* diff_dst, const T* wei,
     const ChannelBlock block = blocks[task / p.ih];
     const int iy = task % p.ih;
     with_block_size<CB>(block.size, [&]<int B>() {
-      for_each_lane_block<T>(g.n, [&]<int L, int LB>(int n0) {
-        bwd_data_row<T, L, LB, B>(p, g, diff_dst, wei, diff_src, block.first, iy, n0);
-      });
+      const int pass = channels_per_pass<T>(p, g.n, g.ocg);
+      for (int o = 0; o < g.ocg; o += pass)
+        for_each_lane_block<T>(g.n, [&]<int L, int LB>(int n0) {
+          bwd_data_row<T, L, LB, B>(p, g, diff_dst, wei, diff_src, block.first, iy, n0,
+                                    {o, std::min(o + pass, g.ocg)}, o > 0);
+        });
     });
   });
 }
 
-// For one tap (ki, kj): sums[b][cb] += the sum over the outputs (y, x) that read an input inside
-// the image and over images [n0, n0 + L * count) of diff_dst[o0 + b][y][x][n] * src[c0 +
-// cb][iy][ix][n]. The lanes stay separate partial sums until the end.
-template <class T, int L, int OB, int CB>
-void bwd_weights_tap(const ConvProblem& p, const Geometry& g, const T* src, const T* diff_dst,
-                     int o0, int c0, int ki, int kj, int n0, int count, T (&sums)[OB][CB]) {
+// bwd_weights blocks OB output channels x KJ neighbouring taps of one kernel row: the taps read
+// neighbouring pixels, so each loaded vector of diff_dst serves KJ taps and each of src OB
+// channels. For the outputs xs, the taps (ki, kj0 .. kj0 + KJ) and images [n0, n0 + L * count):
+// out[b * wei_o + j] += sum of diff_dst[o0 + b][y][x][n] * src[c][iy][ix + j][n]. The lanes stay
+// separate partial sums until the end.
+template <class T, int L, int OB, int KJ>
+void bwd_weights_taps(const ConvProblem& p, const Geometry& g, const T* src, const T* diff_dst,
+                      T* out, int o0, int c, int ki, int kj0, Range xs, int n0, int count) {
+  if (xs.lo >= xs.hi) return;
   const Range ys = outputs_reading(ki, p.sh, p.ph, p.ih, g.oh);
-  const Range xs = outputs_reading(kj, p.sw, p.pw, p.iw, g.ow);
-  Vec<T, L> acc[OB][CB] = {};
+  Vec<T, L> acc[OB][KJ] = {};
   for (int y = ys.lo; y < ys.hi; ++y) {
     const int iy = y * p.sh - p.ph + ki;
     for (int x = xs.lo; x < xs.hi; ++x) {
-      const int ix = x * p.sw - p.pw + kj;
+      const int ix = x * p.sw - p.pw + kj0;
       const T* d = diff_dst + o0 * g.dst_plane + (static_cast<std::size_t>(y) * g.ow + x) * g.n;
-      const T* s = src + c0 * g.src_plane + (static_cast<std::size_t>(iy) * p.iw + ix) * g.n;
+      const T* s = src + c * g.src_plane + (static_cast<std::size_t>(iy) * p.iw + ix) * g.n;
       for (int n = n0; n < n0 + count * L; n += L) {
-        Vec<T, L> dv[OB], sv[CB];
+        Vec<T, L> dv[OB], sv[KJ];
         for (int b = 0; b < OB; ++b) dv[b] = load<T, L>(d + b * g.dst_plane + n);
-        for (int cb = 0; cb < CB; ++cb) sv[cb] = load<T, L>(s + cb * g.src_plane + n);
+        for (int j = 0; j < KJ; ++j) sv[j] = load<T, L>(s + j * g.n + n);
         for (int b = 0; b < OB; ++b)
-          for (int cb = 0; cb < CB; ++cb) acc[b][cb] += dv[b] * sv[cb];
+          for (int j = 0; j < KJ; ++j) acc[b][j] += dv[b] * sv[j];
       }
     }
   }
   for (int b = 0; b < OB; ++b)
-    for (int cb = 0; cb < CB; ++cb) sums[b][cb] += lane_sum<T, L>(acc[b][cb]);
+    for (int j = 0; j < KJ; ++j) out[b * g.wei_o + j] += lane_sum<T, L>(acc[b][j]);
 }
 
-// Every tap of diff_wei[o0 : o0 + OB][c : c + CB], c = c0's index inside its group.
-template <class T, int OB, int CB>
-void bwd_weights_block(const ConvProblem& p, const Geometry& g, const T* src, const T* diff_dst,
-                       T* diff_wei, int o0, int c0) {
-  for (int ki = 0; ki < p.kh; ++ki)
-    for (int kj = 0; kj < p.kw; ++kj) {
-      T sums[OB][CB] = {};
-      for_each_lane_run<T>(g.n, [&]<int L>(int n0, int count) {
-        bwd_weights_tap<T, L, OB, CB>(p, g, src, diff_dst, o0, c0, ki, kj, n0, count, sums);
-      });
-      T* out = diff_wei + o0 * g.wei_o + (c0 % g.icg) * g.wei_c + ki * p.kw + kj;
-      for (int b = 0; b < OB; ++b)
-        for (int cb = 0; cb < CB; ++cb) out[b * g.wei_o + cb * g.wei_c] = sums[b][cb];
+// Taps (ki, kj0 .. kj0 + KJ) of diff_wei[o0 : o0 + OB][c], accumulated into `out`. Outputs whose
+// inputs are inside the image for every tap of the block run blocked; near a padded border
+// each tap sums its remaining outputs alone.
+template <class T, int OB, int KJ>
+void bwd_weights_tap_block(const ConvProblem& p, const Geometry& g, const T* src,
+                           const T* diff_dst, T* out, int o0, int c, int ki, int kj0) {
+  const Range all = {outputs_reading(kj0, p.sw, p.pw, p.iw, g.ow).lo,
+                     outputs_reading(kj0 + KJ - 1, p.sw, p.pw, p.iw, g.ow).hi};
+  const Range both = {all.lo, std::max(all.lo, all.hi)};
+  for_each_lane_run<T>(g.n, [&]<int L>(int n0, int count) {
+    bwd_weights_taps<T, L, OB, KJ>(p, g, src, diff_dst, out, o0, c, ki, kj0, both, n0, count);
+    for (int j = 0; j < KJ; ++j) {
+      const Range own = outputs_reading(kj0 + j, p.sw, p.pw, p.iw, g.ow);
+      for (Range xs : {Range{own.lo, std::min(own.hi, both.lo)},
+                       Range{std::max(own.lo, both.hi), own.hi}})
+        bwd_weights_taps<T, L, OB, 1>(p, g, src, diff_dst, out + j, o0, c, ki, kj0 + j, xs, n0,
+                                      count);
     }
+  });
 }
 
-// One task per (output channel block, input channel block of its group): it owns those weights.
-template <class T, int OB>
+// One task per (output channel block, input channel of its group): it owns those weights, and
+// sums into them in a fixed order.
+template <class T, int OB, int KJ>
 void direct_chwn_bwd_weights(const ConvProblem& p, const T* src, const T* diff_dst,
                              T* diff_wei) {
   const Geometry g(p);
-  const std::vector<ChannelBlock> o_blocks = channel_blocks(p.oc, g.ocg, OB);
-  const std::vector<ChannelBlock> c_blocks = channel_blocks(g.icg, g.icg, OB);
-  const int per_o = static_cast<int>(c_blocks.size());
-  tbb::parallel_for(0, static_cast<int>(o_blocks.size()) * per_o, [&](int task) {
-    const ChannelBlock ob = o_blocks[task / per_o], cb = c_blocks[task % per_o];
-    const int c0 = ob.first / g.ocg * g.icg + cb.first;
-    with_block_size<OB>(ob.size, [&]<int BO>() {
-      with_block_size<OB>(cb.size, [&]<int BC>() {
-        bwd_weights_block<T, BO, BC>(p, g, src, diff_dst, diff_wei, ob.first, c0);
-      });
+  const std::vector<ChannelBlock> blocks = channel_blocks(p.oc, g.ocg, OB);
+  tbb::parallel_for(0, static_cast<int>(blocks.size()) * g.icg, [&](int task) {
+    const ChannelBlock block = blocks[task / g.icg];
+    const int c_in_group = task % g.icg, c = block.first / g.ocg * g.icg + c_in_group;
+    T* mine = diff_wei + block.first * g.wei_o + c_in_group * g.wei_c;
+    for (int b = 0; b < block.size; ++b) std::fill_n(mine + b * g.wei_o, g.wei_c, T{0});
+    with_block_size<OB>(block.size, [&]<int B>() {
+      for (int ki = 0; ki < p.kh; ++ki)
+        for (int kj = 0; kj < p.kw; kj += KJ)
+          with_block_size<KJ>(std::min(KJ, p.kw - kj), [&]<int J>() {
+            bwd_weights_tap_block<T, B, J>(p, g, src, diff_dst, mine + ki * p.kw + kj,
+                                           block.first, c, ki, kj);
+          });
     });
   });
 }
@@ -334,7 +372,7 @@ void DirectChwnSolver::run(const ConvProblem& p, const TuneConfig&, const ConvAr
                                    writable<T>(args.diff_src));
         return;
       case Direction::bwd_weights:
-        direct_chwn_bwd_weights<T, 4>(p, args.src.data<T>(), args.diff_dst.data<T>(),
+        direct_chwn_bwd_weights<T, 4, 4>(p, args.src.data<T>(), args.diff_dst.data<T>(),
                                       writable<T>(args.diff_wei));
         return;
     }
