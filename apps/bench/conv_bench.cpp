@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
@@ -98,7 +99,8 @@ class ConvBench {
   std::vector<ConvLayer> layers_;
   std::vector<ConvBenchRow> rows_;
   std::unique_ptr<PytorchWorker> pytorch_;
-  std::string pytorch_note_, last_skipped_;
+  std::string pytorch_note_;
+  std::set<std::string> noted_;  // reasons for not timing a solver, each printed once
   std::chrono::steady_clock::time_point start_;
   Rng rng_{1};
 
@@ -144,26 +146,24 @@ class ConvBench {
   // Applicable solvers in registry order (or --solvers order); says once why others are not run.
   std::vector<const ConvSolver*> solvers_for(const ConvProblem& p) {
     std::vector<const ConvSolver*> chosen;
-    std::string skipped;
+    auto skip = [&](std::string note) {
+      if (noted_.insert(note).second) out_ << "#   not timed (noted once): " << note << "\n";
+    };
     auto consider = [&](const ConvSolver* solver) {
       std::string why;
       if (!solver->applicable(p, &why))
-        skipped += " " + std::string(solver->name()) + " (" + why + ");";
+        skip(std::string(solver->name()) + ": " + why);
       else if (options_.solvers.empty() && solver == &direct_conv_solver() &&
                static_cast<double>(p.macs()) > options_.direct_max_mmacs * 1e6)
-        skipped += " direct (slow reference, skipped above --direct-max-mmacs " +
-                   std::to_string(static_cast<long long>(options_.direct_max_mmacs)) +
-                   "; name it in --solvers to time it);";
+        skip("direct, the slow reference, on layers above --direct-max-mmacs " +
+             std::to_string(static_cast<long long>(options_.direct_max_mmacs)) +
+             " (name it in --solvers to time it)");
       else
         chosen.push_back(solver);
     };
     if (options_.solvers.empty())
       for (const ConvSolver* solver : cpu_conv_solvers()) consider(solver);
     for (const std::string& name : options_.solvers) consider(find_conv_solver(name));
-    // Printed when it changes, so the same list does not repeat on every layer.
-    if (skipped != last_skipped_)
-      out_ << "#   not timed:" << (skipped.empty() ? " none" : skipped) << "\n";
-    last_skipped_ = skipped;
     return chosen;
   }
 

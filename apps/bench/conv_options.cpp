@@ -75,7 +75,7 @@ void declare_conv_bench_options(CommandLine& cli) {
              "comma list of solvers to time (" + known_solver_names() +
                  "); 'all' times every applicable one. The slow reference 'direct' is skipped "
                  "on layers above --direct-max-mmacs unless named here");
-  cli.option("direct-max-mmacs", "100",
+  cli.option("direct-max-mmacs", "50",
              "with --solvers all, skip 'direct' on layers of more million multiply-adds");
   cli.option("warmup", "1", "untimed calls before timing each solver and config");
   cli.option("repeats", "",

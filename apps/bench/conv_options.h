@@ -19,7 +19,7 @@ struct ConvBenchOptions {
   RepeatPolicy repeats;
   std::vector<std::string> solvers;  // empty: every applicable solver
   // direct is the slow reference: skipped above this many multiply-adds unless named in solvers.
-  double direct_max_mmacs = 100;
+  double direct_max_mmacs = 50;
   std::string csv;  // "" for none
   bool pytorch = true;
   std::string python, pytorch_script;

@@ -1,5 +1,6 @@
 #include "apps/bench/conv_report.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <ostream>
@@ -28,17 +29,38 @@ std::string solver_and_config(const ConvBenchRow& row) {
   return row.config.empty() ? row.solver : row.solver + " " + row.config;
 }
 
-// Sums of our fastest and PyTorch's times over the layers where both were measured.
+// Our fastest times summed over every layer; PyTorch's over the layers it ran ("matched").
 struct Totals {
-  double ours_ms = 0, pytorch_ms = 0;
-  int layers = 0;
-  void add(double ours, double theirs) {
+  double ours_ms = 0, matched_ours_ms = 0, pytorch_ms = 0;
+  int layers = 0, matched = 0;
+  void add(double ours, std::optional<double> theirs) {
     ours_ms += ours;
-    pytorch_ms += theirs;
     ++layers;
+    if (!theirs) return;
+    matched_ours_ms += ours;
+    pytorch_ms += *theirs;
+    ++matched;
   }
-  std::string ratio() const { return layers ? formatted("%.2f", pytorch_ms / ours_ms) : "-"; }
+  std::optional<double> pytorch() const {
+    return matched == layers && layers > 0 ? std::optional(pytorch_ms) : std::nullopt;
+  }
+  std::optional<double> ratio() const {
+    return pytorch() ? std::optional(pytorch_ms / ours_ms) : std::nullopt;
+  }
 };
+
+std::string ms_text(const std::optional<double>& ms) {
+  return ms ? formatted("%.3f", *ms) : "-";
+}
+
+// "total" over every layer; when PyTorch missed some, also "matched": the layers it ran.
+void print_totals(std::ostream& out, const Totals& t, const char* row_format) {
+  out << formatted(row_format, "total", t.ours_ms, ms_text(t.pytorch()).c_str(),
+                   ratio_text(t.ratio()).c_str());
+  if (t.matched == 0 || t.matched == t.layers) return;
+  out << formatted(row_format, "matched", t.matched_ours_ms, ms_text(t.pytorch_ms).c_str(),
+                   ratio_text(t.pytorch_ms / t.matched_ours_ms).c_str());
+}
 
 void print_direction_summary(std::ostream& out, const std::vector<ConvBenchRow>& rows,
                              const std::vector<ConvLayer>& layers, Direction dir) {
@@ -51,11 +73,10 @@ void print_direction_summary(std::ostream& out, const std::vector<ConvBenchRow>&
   for (const ConvLayer& layer : layers) {
     const ConvBenchRow* best = fastest_row(rows, layer.name, dir);
     if (best == nullptr) continue;
-    if (best->pytorch_ms) totals.add(best->median_ms(), *best->pytorch_ms);
+    totals.add(best->median_ms(), best->pytorch_ms);
     out << formatted("%-8s %-28s %10.3f %11s %6s", layer.name.c_str(),
                      solver_and_config(*best).c_str(), best->median_ms(),
-                     best->pytorch_ms ? formatted("%.3f", *best->pytorch_ms).c_str() : "-",
-                     ratio_text(best->ratio()).c_str());
+                     ms_text(best->pytorch_ms).c_str(), ratio_text(best->ratio()).c_str());
     if (fwd)
       out << formatted(" %9.2f %17s", best->peak_bytes / kMiB,
                        best->pytorch_peak_bytes
@@ -63,8 +84,7 @@ void print_direction_summary(std::ostream& out, const std::vector<ConvBenchRow>&
                            : "-");
     out << "\n";
   }
-  out << formatted("%-8s %-28s %10.3f %11.3f %6s  (layers with both)\n", "total", "",
-                   totals.ours_ms, totals.pytorch_ms, totals.ratio().c_str());
+  print_totals(out, totals, "%-37s %10.3f %11s %6s\n");  // the width of "layer fastest"
 }
 
 // Best fwd + best bwd_data + best bwd_weights: one training step's conv time per layer.
@@ -75,21 +95,15 @@ void print_training_totals(std::ostream& out, const std::vector<ConvBenchRow>& r
   Totals all;
   for (const ConvLayer& layer : layers) {
     Totals one;
-    bool complete = true;
-    for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
-      const ConvBenchRow* best = fastest_row(rows, layer.name, dir);
-      if (best == nullptr || !best->pytorch_ms)
-        complete = false;
-      else
-        one.add(best->median_ms(), *best->pytorch_ms);
-    }
-    if (!complete) continue;
-    all.add(one.ours_ms, one.pytorch_ms);
-    out << formatted("%-8s %10.3f %11.3f %6s\n", layer.name.c_str(), one.ours_ms, one.pytorch_ms,
-                     one.ratio().c_str());
+    for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+      if (const ConvBenchRow* best = fastest_row(rows, layer.name, dir))
+        one.add(best->median_ms(), best->pytorch_ms);
+    if (one.layers != 3) continue;  // a direction had no applicable solver
+    all.add(one.ours_ms, one.pytorch());
+    out << formatted("%-8s %10.3f %11s %6s\n", layer.name.c_str(), one.ours_ms,
+                     ms_text(one.pytorch()).c_str(), ratio_text(one.ratio()).c_str());
   }
-  out << formatted("%-8s %10.3f %11.3f %6s\n", "total", all.ours_ms, all.pytorch_ms,
-                   all.ratio().c_str());
+  print_totals(out, all, "%-8s %10.3f %11s %6s\n");
 }
 
 }  // namespace
@@ -121,8 +135,12 @@ void print_table_group(std::ostream& out, const std::vector<ConvBenchRow>& group
 
 void print_summary(std::ostream& out, const std::vector<ConvBenchRow>& rows,
                    const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs) {
-  out << "\nsummary: our fastest solver per layer against PyTorch "
-         "(ratio = pytorch_ms / ours_ms; > 1: tunecnn is faster)\n";
+  const bool pytorch =
+      std::any_of(rows.begin(), rows.end(), [](const ConvBenchRow& row) { return row.pytorch_ms; });
+  out << "\nsummary: our fastest solver per layer"
+      << (pytorch ? " against PyTorch (ratio = pytorch_ms / ours_ms; > 1: tunecnn is faster)"
+                  : " (PyTorch was off)")
+      << "\n";
   for (Direction dir : dirs) print_direction_summary(out, rows, layers, dir);
   if (dirs.size() == 3) print_training_totals(out, rows, layers);
 }
