@@ -164,7 +164,9 @@ void permute_blocks(const MecPlan& m, const T* from, Order from_order, T* to, Or
   });
 }
 
-// wei[k][c][ki][kj] -> kt[k][(ki*kw + kj)*ic + c]: per k a small transpose that stays in L1.
+// wei[k][c][ki][kj] -> kt[k][(ki*kw + kj)*ic + c]: K^T, so that per k it is a small transpose
+// that stays in L1. K itself needs a full (tiled) transpose; tried, it cost 3x as much and the
+// GEMMs gained nothing in place (cv12 forward 8.3 -> 11 ms at batch 8).
 template <class T>
 void pack_weights(const MecPlan& m, const T* wei, T* kt) {
   const int taps = m.p.kh * m.p.kw, ic = m.p.ic;
@@ -262,6 +264,15 @@ using GemmFn = void (*)(bool, bool, int, int, int, T, const T*, int, const T*, i
 
 // Runs fn(partition, gemm) for the partitions of rows first_h, first_h + step_h, ...: with mt=0
 // in parallel, each a 1-thread GEMM; with mt=1 one after the other, each split over the cores.
+//
+// Measured on the paper's cv1-cv12 at batch 8, 2 threads (AMD EPYC, OpenBLAS Cooperlake kernels,
+// best of 7, ms, mt=0 vs mt=1 in the same solution): mt=0 wins wherever there are many
+// partitions or thin GEMMs (fwd cv3 13.7 vs 25.6, cv7 12.5 vs 22.4, cv4 259 vs 430, cv8 92 vs
+// 123, cv10 A 8.9 vs 11.9), so it is the default. mt=1 wins where Solution A has few partitions
+// for the threads (cv12 fwd 8.2 vs 7.3, bwd_data 8.7 vs 7.7; cv6 bwd_data 13.0 vs 11.2) and for
+// Solution B on small images (fwd cv10 11.7 vs 8.2, cv11 12.0 vs 7.2): there gemm() splits K
+// into column blocks that stay in L2, where mt=0 has every thread stream all of K once per small
+// GEMM. Each wins somewhere, so both stay configs for the tuner.
 template <class T, class Fn>
 void for_each_partition(const MecPlan& m, int first_h, int step_h, Fn&& fn) {
   const int count = partition_count(m, first_h, step_h);
