@@ -17,12 +17,15 @@ struct BigBatchCase {
   ConvProblem problem;  // forward, f32
 };
 
-// Channel counts that leave a remainder after the 4-channel register blocks.
+// Channel counts that leave short register blocks (6 channels per block), kernel widths that
+// leave short tap blocks (3 taps per block in bwd_weights), and windows large enough (5x5 x 128
+// images) that fwd and bwd_data sum their channels in several passes.
 const BigBatchCase kCases[] = {
-    {"mb127_k3_s2_p1", {Direction::fwd, 127, 5, 6, 7, 6, 3, 3, 2, 2, 1, 1, 1}},
+    {"mb127_k3_s2_p1", {Direction::fwd, 127, 5, 6, 7, 8, 3, 3, 2, 2, 1, 1, 1}},
     {"mb64_groups2", {Direction::fwd, 64, 6, 5, 5, 10, 3, 3, 1, 1, 1, 1, 2}},
     {"mb127_depthwise", {Direction::fwd, 127, 3, 6, 6, 3, 3, 3, 1, 1, 1, 1, 3}},
-    {"mb96_k5_aniso", {Direction::fwd, 96, 2, 7, 6, 9, 5, 3, 1, 2, 2, 0, 1}},
+    {"mb96_k3x5_aniso", {Direction::fwd, 96, 2, 7, 9, 9, 3, 5, 1, 2, 0, 2, 1}},
+    {"mb128_k5_passes", {Direction::fwd, 128, 8, 6, 6, 7, 5, 5, 1, 1, 2, 2, 1}},
 };
 
 TEST(DirectChwn, LargeBatchesMatchTheReferenceInEveryDirection) {

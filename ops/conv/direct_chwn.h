@@ -10,7 +10,6 @@ class DirectChwnSolver final : public ConvSolver {
   std::string_view name() const override { return "direct_chwn"; }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::CHWN}; }
-  std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
