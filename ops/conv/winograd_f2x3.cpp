@@ -1,18 +1,18 @@
 // Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional
 // Neural Networks", CVPR 2016): U = G g G^T per (oc, ic), V = B^T d B per 4x4 input tile (stride
-// 2), sixteen GEMMs M[xi] = U[xi] (oc x ic) x V[xi] (ic x tiles), then Y = A^T m A per 2x2 output.
-// 16 multiplies per 2x2 outputs instead of 36. Backward-data is the forward algorithm on diff_dst
+// 2), sixteen GEMMs M[xi] = U[xi] (oc x ic) x V[xi] (ic x tiles), Y = A^T m A per 2x2 output tile:
+// 16 multiplies per 4 outputs instead of 36. bwd_data is the same forward algorithm on diff_dst
 // with the kernel rotated 180 degrees, ic and oc swapped and padding 2 - p.
 // Constraints: NCHW on the CPU, f32/f64, 3x3 kernel, stride 1, groups == 1, fwd and bwd_data
-// (bwd_data: padding <= 2). Tunables: tiles: the most tiles one block transforms and multiplies
-// at once (the GEMMs' n); blocks run on P fixed slots, each with its own V and M buffers.
+// (bwd_data: padding <= 2). Tunables: tiles: the most tiles per block, the GEMMs' n; blocks run
+// one after another, each stage split over the cores (channels, then the 16 GEMMs, then channels).
 #include "ops/conv/winograd_f2x3.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ops/blas.h"
 #include "ops/conv/args.h"
@@ -30,16 +30,26 @@ namespace {
 #define TUNECNN_NO_ALIAS
 #endif
 
-constexpr std::size_t kSliceAlignment = 64;  // slots never share a cache line
+constexpr std::size_t kSliceAlignment = 64;  // regions never share a cache line
 // Blocks hold a multiple of this many tiles, so every row of V and M starts on a cache line.
 constexpr int kTileQuantum = 16;
-constexpr int kDefaultBlockTiles = 256;
+constexpr int kMinDefaultTiles = 64, kMaxDefaultTiles = 512, kMaxTiles = 1024;
+// About one core's L2: what a block's V and M should fit in when U is small.
+constexpr std::size_t kBlockCacheBytes = std::size_t{1} << 20;
 
 std::size_t align_up(std::size_t bytes) {
   return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
 }
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+// For a >= 0, b > 0.
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
+
+// Rounds toward minus infinity, unlike a / 2: tiles at the left edge start at negative columns.
+int floor_half(int a) {
+  return a >= 0 ? a / 2 : -((1 - a) / 2);
+}
 
 // Elements between consecutive xi planes of U, V or M. The transforms touch all sixteen planes at
 // once; a multiple of 4 KiB apart, they would all fall into one L1 set and evict each other.
@@ -49,7 +59,6 @@ std::size_t plane_stride(std::size_t elements, std::size_t elem) {
   if (bytes < kPage) return align_up(bytes) / elem;
   return ((bytes + kPage - 1) / kPage * kPage + kSliceAlignment) / elem;
 }
-int floor_half(int a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 
 // The forward convolution really computed. For bwd_data it convolves diff_dst (oc channels,
 // oh x ow) into diff_src (ic channels): a stride-1 conv's input gradient is a full correlation
@@ -59,31 +68,47 @@ struct Geometry {
 };
 
 Geometry geometry(const ConvProblem& p) {
-  if (p.dir == Direction::bwd_data) return {p.oc, p.ic, p.oh(), p.ow(), p.ih, p.iw, 2 - p.ph, 2 - p.pw};
+  if (p.dir == Direction::bwd_data)
+    return {p.oc, p.ic, p.oh(), p.ow(), p.ih, p.iw, 2 - p.ph, 2 - p.pw};
   return {p.ic, p.oc, p.ih, p.iw, p.oh(), p.ow(), p.ph, p.pw};
 }
 
-// Tiles numbered over the whole batch (image, tile row, tile column) are cut into blocks of
-// block_tiles; slot s runs blocks s, s + slots, ... in its own V and M buffers.
-// Workspace: [zero row][slot 0: V, M]...[slot P-1: V, M][U]. U is always fully written, so it
-// goes last and the workspace ends where its last element does.
+int round_to_quantum(int tiles) {
+  return ceil_div(tiles, kTileQuantum) * kTileQuantum;
+}
+
+// Each block re-reads (and BLAS re-packs) all of U; each tile of a block costs 16 (c_in + c_out)
+// values of V and M. Blocks of c_in c_out / (c_in + c_out) tiles or more keep U's share of the
+// traffic below V's and M's; when that is small, blocks grow until V and M would leave the cache.
+int default_block_tiles(const ConvProblem& p) {
+  const Geometry g = geometry(p);
+  const std::size_t tile_bytes = std::size_t{16} * (g.c_in + g.c_out) * dtype_size(p.dt);
+  const int cache_fit =
+      static_cast<int>(std::min<std::size_t>(kMaxTiles, kBlockCacheBytes / tile_bytes));
+  const int amortise = static_cast<int>(std::int64_t{g.c_in} * g.c_out / (g.c_in + g.c_out));
+  return round_to_quantum(
+      std::clamp(std::max(cache_fit, amortise), kMinDefaultTiles, kMaxDefaultTiles));
+}
+
+// Tiles numbered over the whole batch (image, tile row, tile column) are cut into equal blocks of
+// block_tiles (the last may be shorter), run one after another through the same V and M.
+// Workspace: [zero row][V][M][U], each region 64-byte aligned, each of V, M and U sixteen planes.
+// U is always fully written, so it goes last and the workspace ends with its last element.
 struct Blocking {
   Geometry g;
-  int tiles_w, tiles_per_image, block_tiles, blocks, slots;
+  int tiles_w, tiles_per_image, total_tiles, block_tiles, blocks;
   std::size_t v_plane, m_plane, u_plane;  // elements
-  std::size_t zero_bytes, v_bytes, m_bytes, slot_bytes, u_bytes;
+  std::size_t zero_bytes, v_bytes, m_bytes, u_bytes;
 
   Blocking(const ConvProblem& p, const TuneConfig& config) : g(geometry(p)) {
-    tiles_w = ceil_div(g.w_out, 2);
-    tiles_per_image = ceil_div(g.h_out, 2) * tiles_w;
-    const int total = p.mb * tiles_per_image;
-    const int max_tiles = std::max(kTileQuantum, config.get("tiles", kDefaultBlockTiles));
-    // A multiple of P blocks of equal size keeps every core busy to the end.
-    const int cores = tbb::this_task_arena::max_concurrency();
-    const int wanted = ceil_div(ceil_div(total, max_tiles), cores) * cores;
-    block_tiles = std::min(total, ceil_div(ceil_div(total, wanted), kTileQuantum) * kTileQuantum);
-    blocks = ceil_div(total, block_tiles);
-    slots = std::min(cores, blocks);
+    tiles_w = std::max(1, ceil_div(g.w_out, 2));
+    tiles_per_image = std::max(1, ceil_div(g.h_out, 2)) * tiles_w;
+    total_tiles = std::max(1, p.mb) * tiles_per_image;
+    const int most =
+        std::clamp(config.get("tiles", default_block_tiles(p)), kTileQuantum, kMaxTiles);
+    const int count = ceil_div(total_tiles, most);
+    block_tiles = std::min(total_tiles, round_to_quantum(ceil_div(total_tiles, count)));
+    blocks = ceil_div(total_tiles, block_tiles);
     const std::size_t elem = dtype_size(p.dt);
     zero_bytes = align_up(static_cast<std::size_t>(g.w_in) * elem);
     v_plane = plane_stride(static_cast<std::size_t>(g.c_in) * block_tiles, elem);
@@ -92,26 +117,25 @@ struct Blocking {
     u_plane = plane_stride(u_elements, elem);
     v_bytes = 16 * v_plane * elem;
     m_bytes = 16 * m_plane * elem;
-    slot_bytes = v_bytes + m_bytes;
     u_bytes = (15 * u_plane + u_elements) * elem;
   }
-  std::size_t total_bytes() const { return zero_bytes + slots * slot_bytes + u_bytes; }
+  std::size_t total_bytes() const { return zero_bytes + v_bytes + m_bytes + u_bytes; }
 
   template <class T>
   T* zero_row(Workspace ws) const {
     return ws.as<T>();
   }
   template <class T>
-  T* v(Workspace ws, int slot) const {
-    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slot * slot_bytes);
+  T* v(Workspace ws) const {
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes);
   }
   template <class T>
-  T* m(Workspace ws, int slot) const {
-    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slot * slot_bytes + v_bytes);
+  T* m(Workspace ws) const {
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + v_bytes);
   }
   template <class T>
   T* u(Workspace ws) const {
-    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + slots * slot_bytes);
+    return reinterpret_cast<T*>(ws.as<char>() + zero_bytes + v_bytes + m_bytes);
   }
 };
 
@@ -133,44 +157,47 @@ inline void store_filter_tile(const T (&k)[3][3], T* u, std::size_t stride) {
   }
 }
 
-// U[xi][co][ci] for the forward kernel g[co][ci] = wei[co][ci]: both run along ci.
+// Transforms `count` <= kFilterRun filters into u[xi * stride + c]; filter c's taps start at
+// w + c * step, in reverse order when `flip`. The taps are first gathered tap-major, so that the
+// transform itself runs across filters in SIMD lanes.
+constexpr int kFilterRun = 32;
+
 template <class T>
-void transform_filters_fwd(const Geometry& g, const T* wei, T* u, std::size_t stride) {
+void transform_filter_run(const T* w, std::size_t step, bool flip, int count, T* u,
+                          std::size_t stride) {
+  T taps[9][kFilterRun];
+  for (int t = 0; t < 9; ++t) {
+    const T* tap = w + (flip ? 8 - t : t);
+    for (int c = 0; c < count; ++c) taps[t][c] = tap[c * step];
+  }
+  TUNECNN_NO_ALIAS
+  for (int c = 0; c < count; ++c) {
+    T k[3][3];
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) k[i][j] = taps[i * 3 + j][c];
+    store_filter_tile(k, u + c, stride);
+  }
+}
+
+// U[xi][co][ci]. Forward: g[co][ci] = wei[co][ci], so filter ci of row co sits 9 values after
+// filter ci - 1. bwd_data: g[co][ci] = wei[ci][co] rotated by 180 degrees, c_out * 9 values after.
+template <class T>
+void transform_filters(const ConvProblem& p, const Geometry& g, const T* wei, T* u,
+                       std::size_t stride) {
+  const bool flip = p.dir == Direction::bwd_data;
+  const std::size_t step = flip ? std::size_t{9} * g.c_out : 9;
   tbb::parallel_for(tbb::blocked_range<int>(0, g.c_out), [&](const tbb::blocked_range<int>& r) {
-    for (int co = r.begin(); co < r.end(); ++co) {
-      const T* w = wei + static_cast<std::size_t>(co) * g.c_in * 9;
-      T* out = u + static_cast<std::size_t>(co) * g.c_in;
-      TUNECNN_NO_ALIAS
-      for (int ci = 0; ci < g.c_in; ++ci) {
-        T k[3][3];
-        for (int i = 0; i < 3; ++i)
-          for (int j = 0; j < 3; ++j) k[i][j] = w[ci * 9 + i * 3 + j];
-        store_filter_tile(k, out + ci, stride);
-      }
-    }
-  });
-}
-
-// U[xi][co][ci] for bwd_data's kernel g[co][ci] = wei[ci][co] rotated by 180 degrees. wei runs
-// along co, U along ci: a transpose, done in blocks of ci so that both sides stream.
-template <class T>
-void transform_filters_bwd_data(const Geometry& g, const T* wei, T* u, std::size_t stride) {
-  constexpr int kBlock = 16;
-  tbb::parallel_for(0, ceil_div(g.c_in, kBlock), [&](int block) {
-    const int ci0 = block * kBlock, ci1 = std::min(g.c_in, ci0 + kBlock);
-    for (int co = 0; co < g.c_out; ++co)
-      TUNECNN_NO_ALIAS
-      for (int ci = ci0; ci < ci1; ++ci) {
-        const T* w = wei + (static_cast<std::size_t>(ci) * g.c_out + co) * 9;
-        T k[3][3];
-        for (int i = 0; i < 3; ++i)
-          for (int j = 0; j < 3; ++j) k[i][j] = w[(2 - i) * 3 + (2 - j)];
-        store_filter_tile(k, u + static_cast<std::size_t>(co) * g.c_in + ci, stride);
+    for (int co = r.begin(); co < r.end(); ++co)
+      for (int ci = 0; ci < g.c_in; ci += kFilterRun) {
+        const std::size_t first = flip ? static_cast<std::size_t>(ci) * g.c_out + co
+                                       : static_cast<std::size_t>(co) * g.c_in + ci;
+        transform_filter_run(wei + first * 9, step, flip, std::min(kFilterRun, g.c_in - ci),
+                             u + static_cast<std::size_t>(co) * g.c_in + ci, stride);
       }
   });
 }
 
-// V[xi] = (B^T d B)[xi] with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], stored at v[xi * stride].
+// V[xi] = (B^T d B)[xi], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], stored at v[xi * stride].
 template <class T>
 inline void store_input_tile(const T (&d)[4][4], T* v, std::size_t stride) {
   T w[4][4];  // B^T d
@@ -211,8 +238,8 @@ struct Segment {
 };
 
 template <class Fn>
-void for_each_segment(const Blocking& b, int block, int total, Fn&& fn) {
-  const int first = block * b.block_tiles, last = std::min(total, first + b.block_tiles);
+void for_each_segment(const Blocking& b, int block, Fn&& fn) {
+  const int first = block * b.block_tiles, last = std::min(b.total_tiles, first + b.block_tiles);
   for (int t = first; t < last;) {
     const int n = t / b.tiles_per_image, rest = t % b.tiles_per_image;
     const int ty = rest / b.tiles_w, tx = rest % b.tiles_w;
@@ -225,8 +252,8 @@ void for_each_segment(const Blocking& b, int block, int total, Fn&& fn) {
 // Transforms one segment of one input channel. Rows outside the image read the zero row, so
 // only the tiles that cross the left or right edge need per-column checks.
 template <class T>
-void transform_input_segment(const Geometry& g, const T* plane, const T* zero_row,
-                             const Segment& s, T* v, std::size_t stride) {
+void transform_input_segment(const Geometry& g, const T* plane, const T* zero_row, const Segment& s,
+                             T* v, std::size_t stride) {
   const T* rows[4];
   for (int k = 0; k < 4; ++k) {
     const int y = 2 * s.ty - g.pad_h + k;
@@ -294,36 +321,35 @@ void transform_output_segment(const Geometry& g, const T* m, std::size_t stride,
   }
 }
 
+// One block: its tiles' transforms (split over input channels), the sixteen GEMMs (split over
+// xi, each one a single-threaded BLAS call that packs its U[xi] once), the inverse transforms
+// (split over output channels). Every value is computed by one task in a fixed order, so the
+// result does not depend on scheduling or on the number of cores.
 template <class T>
-using GemmFn = void (*)(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, int);
-
-// Transform the block's tiles, sixteen GEMMs, transform back into dst.
-template <class T>
-void run_block(const Blocking& b, int block, int total, const T* src, T* dst, const T* u,
-               const T* zero_row, T* v, T* m) {
+void run_block(const Blocking& b, int block, const T* src, T* dst, const T* u, const T* zero_row,
+               T* v, T* m) {
   const Geometry& g = b.g;
   const std::size_t in_plane = static_cast<std::size_t>(g.h_in) * g.w_in;
   const std::size_t out_plane = static_cast<std::size_t>(g.h_out) * g.w_out;
-  const int tiles = std::min(b.block_tiles, total - block * b.block_tiles);
-  const std::size_t v_stride = b.v_plane, m_stride = b.m_plane;
-  for (int ci = 0; ci < g.c_in; ++ci)
-    for_each_segment(b, block, total, [&](const Segment& s) {
+  tbb::parallel_for(0, g.c_in, [&](int ci) {
+    T* v_row = v + static_cast<std::size_t>(ci) * b.block_tiles;
+    for_each_segment(b, block, [&](const Segment& s) {
       const T* plane = src + (static_cast<std::size_t>(s.n) * g.c_in + ci) * in_plane;
-      transform_input_segment(g, plane, zero_row, s, v + static_cast<std::size_t>(ci) * b.block_tiles,
-                              v_stride);
+      transform_input_segment(g, plane, zero_row, s, v_row, b.v_plane);
     });
-  // One slot alone may use the TBB-parallel GEMM; several slots already occupy the cores.
-  const GemmFn<T> gemm_fn = b.slots == 1 ? &gemm<T> : &gemm_serial<T>;
-  const std::size_t u_stride = b.u_plane;
-  for (int xi = 0; xi < 16; ++xi)
-    gemm_fn(false, false, g.c_out, tiles, g.c_in, T(1), u + xi * u_stride, g.c_in, v + xi * v_stride,
-            b.block_tiles, T(0), m + xi * m_stride, b.block_tiles);
-  for (int co = 0; co < g.c_out; ++co)
-    for_each_segment(b, block, total, [&](const Segment& s) {
+  });
+  const int tiles = std::min(b.block_tiles, b.total_tiles - block * b.block_tiles);
+  tbb::parallel_for(0, 16, [&](int xi) {
+    gemm_serial(false, false, g.c_out, tiles, g.c_in, T(1), u + xi * b.u_plane, g.c_in,
+                v + xi * b.v_plane, b.block_tiles, T(0), m + xi * b.m_plane, b.block_tiles);
+  });
+  tbb::parallel_for(0, g.c_out, [&](int co) {
+    const T* m_row = m + static_cast<std::size_t>(co) * b.block_tiles;
+    for_each_segment(b, block, [&](const Segment& s) {
       T* plane = dst + (static_cast<std::size_t>(s.n) * g.c_out + co) * out_plane;
-      transform_output_segment(g, m + static_cast<std::size_t>(co) * b.block_tiles, m_stride, s,
-                               plane);
+      transform_output_segment(g, m_row, b.m_plane, s, plane);
     });
+  });
 }
 
 template <class T>
@@ -334,16 +360,9 @@ void run_typed(const ConvProblem& p, const Blocking& b, const ConvArgs& args, Wo
   T* zero_row = b.zero_row<T>(ws);
   std::fill(zero_row, zero_row + b.g.w_in, T(0));
   T* u = b.u<T>(ws);
-  if (fwd) {
-    transform_filters_fwd(b.g, args.wei.data<T>(), u, b.u_plane);
-  } else {
-    transform_filters_bwd_data(b.g, args.wei.data<T>(), u, b.u_plane);
-  }
-  const int total = p.mb * b.tiles_per_image;
-  tbb::parallel_for(0, b.slots, [&](int s) {
-    for (int block = s; block < b.blocks; block += b.slots)
-      run_block(b, block, total, src, dst, u, zero_row, b.v<T>(ws, s), b.m<T>(ws, s));
-  });
+  transform_filters(p, b.g, args.wei.data<T>(), u, b.u_plane);
+  for (int block = 0; block < b.blocks; ++block)
+    run_block(b, block, src, dst, u, zero_row, b.v<T>(ws), b.m<T>(ws));
 }
 
 }  // namespace
@@ -359,6 +378,23 @@ bool WinogradF2x3Solver::applicable(const ConvProblem& p, std::string* why) cons
   if (p.dir == Direction::bwd_data && (p.ph > 2 || p.pw > 2))
     return reject(why, "winograd_f2x3 bwd_data needs padding <= 2");
   return true;
+}
+
+// The default first (it is what an untuned plan runs), then half and twice as many tiles, where
+// they change the blocks.
+std::vector<TuneConfig> WinogradF2x3Solver::configs(const ConvProblem& p) const {
+  const int tiles = default_block_tiles(p);
+  std::vector<TuneConfig> out;
+  std::vector<int> block_sizes;
+  for (int candidate : {tiles, tiles / 2, tiles * 2}) {
+    TuneConfig config{{{"tiles", std::clamp(candidate, kTileQuantum, kMaxTiles)}}};
+    const int block_tiles = Blocking(p, config).block_tiles;
+    if (std::find(block_sizes.begin(), block_sizes.end(), block_tiles) != block_sizes.end())
+      continue;
+    block_sizes.push_back(block_tiles);
+    out.push_back(std::move(config));
+  }
+  return out;
 }
 
 std::size_t WinogradF2x3Solver::workspace_bytes(const ConvProblem& p,

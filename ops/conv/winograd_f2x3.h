@@ -9,6 +9,8 @@ class WinogradF2x3Solver final : public ConvSolver {
  public:
   std::string_view name() const override { return "winograd_f2x3"; }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
+  // {{"tiles", n}}: the most tiles per block; the first is the default.
+  std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
