@@ -6,7 +6,8 @@
 //   O[n,h,w,k] = sum_{ki,kj,c} L[n,w,sh*h+ki,kj,c] K[ki,kj,c,k].
 // Read L as a (mb*ow) x (ihp*kw*ic) matrix: for one output row h the (ki,kj,c) triples are the
 // contiguous columns [sh*h*kw*ic, sh*h*kw*ic + kh*kw*ic), so partition h is a sub-matrix L_h with
-// leading dimension ihp*kw*ic and O_h = L_h K holds the rows (n, w) of output row h.
+// leading dimension ihp*kw*ic and O_h = L_h K holds the rows (n, w) of output row h. Solution A
+// multiplies all of L_h at once, Solution B one image's rows at a time.
 //
 // Backward-data. O is linear in L, so by the chain rule
 //   dL[n,w,h',kj,c] = sum_{h,ki : sh*h+ki = h'} sum_k dO[n,h,w,k] K[ki,kj,c,k],
@@ -22,10 +23,13 @@
 // Backward-weights. K is used once per (n, h, w):
 //   dK[ki,kj,c,k] = sum_{n,h,w} L[n,w,sh*h+ki,kj,c] dO[n,h,w,k] = sum_h L_h^T dO_h,
 // the same compact L as the forward pass, summed over partitions (and images in Solution B).
+// Solution A's dO_h, the rows (n, w) of output row h, are not evenly spaced in NHWC, so its
+// backward passes first copy dO into h-n-w-c order, the layout its forward pass produces.
 //
 // MEC (Cho and Brand, ICML 2017, Algorithm 2) on NHWC activations, all three directions: the
 // lowering above, weights repacked as oc x (kh*kw*ic) (row order ki, kj, c), a GEMM per partition.
-// Constraints: NHWC on the CPU, f32/f64, groups == 1; any kernel, stride and padding.
+// Constraints: NHWC on the CPU, f32/f64, groups == 1, any kernel, stride and padding (a row of L
+// and mb*ow within int, for BLAS).
 // Tunables: T: Solution A (one GEMM per output row over the whole batch, result permuted from
 // h-n-w-c) when ow <= T and |O| <= |L|, else Solution B (one GEMM per image and output row);
 // mt: 0 runs partitions in parallel with 1-thread GEMMs, 1 runs them in turn, each split over the
