@@ -1,6 +1,7 @@
 // MEC-specific checks the generic solver suite cannot make: which of the paper's two solutions
-// each config selects, the size of the compact lowering against im2col's on the paper's layers,
-// and what the workspace holds. Numerics are in test_conv_solvers.cpp.
+// each config selects, which chunks the configs offer, the size of the compact lowering against
+// im2col's on the paper's layers, what the workspace holds and how it shrinks with the chunk,
+// and that the chunk does not change the results. Numerics are in test_conv_solvers.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,6 +48,17 @@ TEST(Mec, ThresholdSelectsSolutionAOnlyWhenTheOutputFitsInL) {
   EXPECT_FALSE(mec_uses_solution_a(widening, {{{"T", 1000}}}));
   for (const TuneConfig& config : mec().configs(widening))
     EXPECT_FALSE(mec_uses_solution_a(widening, config)) << config.str();
+  // One image per chunk: A's GEMMs are B's, so it runs as B, without a permutation.
+  EXPECT_TRUE(mec_uses_solution_a(cv10, {{{"T", 26}, {"chunk", 2}}}));
+  EXPECT_FALSE(mec_uses_solution_a(cv10, {{{"T", 26}, {"chunk", 1}}}));
+}
+
+TEST(Mec, ChunkDefaultsToTheBatchAndIsClamped) {
+  const ConvProblem cv10 = layer("cv10");  // mb 8
+  EXPECT_EQ(mec_chunk(cv10, {}), 8);
+  EXPECT_EQ(mec_chunk(cv10, {{{"chunk", 3}}}), 3);
+  EXPECT_EQ(mec_chunk(cv10, {{{"chunk", 0}}}), 1);
+  EXPECT_EQ(mec_chunk(cv10, {{{"chunk", 100}}}), 8);
 }
 
 // The suite runs every config, so both solutions are tested wherever A is possible.
@@ -72,6 +84,53 @@ TEST(Mec, ConfigsStartWithThePaperThresholdAndCoverBothSolutions) {
     both += a_possible;
   }
   EXPECT_GT(both, 20);
+}
+
+// The default chunk, the paper's whole batch and one image; no config twice, and with one image
+// no second T (A and B coincide there).
+TEST(Mec, ConfigsCoverChunkOneAndTheWholeBatchOnce) {
+  std::vector<ConvProblem> problems;
+  for (const ConvShape& shape : edge_case_shapes()) problems.push_back(shape.problem);
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) problems.push_back(l.problem);
+  for (const ConvProblem& p : problems) {
+    if (!mec().applicable(p, nullptr)) continue;
+    const std::vector<TuneConfig> configs = mec().configs(p);
+    std::vector<int> chunks;
+    for (const TuneConfig& c : configs) {
+      ASSERT_NE(c.get("chunk", -1), -1) << c.str();
+      EXPECT_EQ(c.get("chunk", -1), mec_chunk(p, c)) << c.str() << " " << p.key();
+      EXPECT_EQ(std::count(configs.begin(), configs.end(), c), 1) << c.str() << " " << p.key();
+      if (c.get("chunk", -1) == 1) {
+        EXPECT_EQ(c.get("T", -1), 100) << p.key();
+      }
+      if (std::find(chunks.begin(), chunks.end(), c.get("chunk", -1)) == chunks.end())
+        chunks.push_back(c.get("chunk", -1));
+    }
+    EXPECT_NE(std::find(chunks.begin(), chunks.end(), 1), chunks.end()) << p.key();
+    EXPECT_NE(std::find(chunks.begin(), chunks.end(), p.mb), chunks.end()) << p.key();
+    EXPECT_LE(chunks.size(), 3u) << p.key();
+    EXPECT_LE(configs.size(), 10u) << p.key();
+  }
+}
+
+// The default lowers one image at a time where it runs Solution B (B's GEMMs are per image
+// anyway), and for A the fewest images that give its GEMMs 64 rows.
+TEST(Mec, DefaultChunkOnThePaperLayers) {
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) {
+    const ConvProblem& p = l.problem;
+    const TuneConfig front = mec().configs(p).front();
+    const int chunk = mec_chunk(p, front);
+    if (!mec_uses_solution_a(p, {{{"T", 100}}})) {
+      EXPECT_EQ(chunk, 1) << l.name;
+      continue;
+    }
+    EXPECT_TRUE(mec_uses_solution_a(p, front)) << l.name;
+    EXPECT_TRUE(chunk == p.mb || chunk * p.ow() >= 64) << l.name;
+    EXPECT_LT(chunk / 2 * p.ow(), 64) << l.name;
+  }
+  EXPECT_EQ(mec_chunk(layer("cv4"), mec().configs(layer("cv4")).front()), 1);    // B: ow 109
+  EXPECT_EQ(mec_chunk(layer("cv9"), mec().configs(layer("cv9")).front()), 2);    // ow 54
+  EXPECT_EQ(mec_chunk(layer("cv12"), mec().configs(layer("cv12")).front()), 8);  // ow 5
 }
 
 // At the paper's T the defaults already split the paper's layers between the two solutions.
@@ -109,15 +168,17 @@ TEST(Mec, LoweringIsAboutKhOverShSmallerThanIm2colOnThePaperLayers) {
   EXPECT_GE(im2col_total / mec_total, 3.0);
 }
 
-// The workspace is L plus the repacked weights; only where the weights outweigh the images
-// (cv6 and cv12 at batch 8) is it not below im2col's full-batch lowering.
+// The workspace is a chunk's L plus the repacked weights; only where the weights outweigh the
+// images (cv6 and cv12 at batch 8) is it not below im2col's full-batch lowering.
 TEST(Mec, WorkspaceIsBelowIm2colsFullBatchLowering) {
   double mec_total = 0, im2col_total = 0;
   for (const ConvLayer& l : conv_layer_set("mec-paper", 8)) {
     const ConvProblem& p = l.problem;
     const std::size_t weights = static_cast<std::size_t>(p.oc) * p.kh * p.kw * p.ic;
-    const std::size_t bytes = mec().workspace_bytes(p, mec().configs(p).front());
-    EXPECT_EQ(bytes, aligned(4 * mec_lowered_elements(p)) + aligned(4 * weights)) << l.name;
+    const TuneConfig front = mec().configs(p).front();
+    const std::size_t bytes = mec().workspace_bytes(p, front);
+    const std::size_t lowered = mec_lowered_elements(p) / p.mb * mec_chunk(p, front);
+    EXPECT_EQ(bytes, aligned(4 * lowered) + aligned(4 * weights)) << l.name;
     if (weights < mec_lowered_elements(p)) {
       EXPECT_LT(bytes, 4 * im2col_elements(p)) << l.name;
     }
@@ -125,6 +186,37 @@ TEST(Mec, WorkspaceIsBelowIm2colsFullBatchLowering) {
     im2col_total += 4.0 * double(im2col_elements(p));
   }
   EXPECT_LT(mec_total, 0.5 * im2col_total);
+}
+
+// chunk == mb is the paper's layout (and the old one): all of L plus the weights. Smaller chunks
+// shrink L in proportion, in every direction; chunk 1's L is mb times smaller.
+TEST(Mec, WorkspaceShrinksWithTheChunk) {
+  for (const ConvLayer& l : conv_layer_set("mec-paper", 8))
+    for (Direction dir : kAllDirections) {
+      const ConvProblem p = l.problem.with_dir(dir);
+      const std::size_t weights = aligned(4 * static_cast<std::size_t>(p.oc) * p.kh * p.kw * p.ic);
+      const std::size_t lowered = mec_lowered_elements(p);
+      for (int mt : {0, 1}) {
+        const TuneConfig whole{{{"chunk", p.mb}, {"T", 0}, {"mt", mt}}};
+        const TuneConfig one{{{"chunk", 1}, {"T", 0}, {"mt", mt}}};
+        EXPECT_EQ(mec().workspace_bytes(p, TuneConfig{{{"T", 0}, {"mt", mt}}}),
+                  mec().workspace_bytes(p, whole));
+        // bwd_weights with mt=0 adds dK partials, the same for any chunk.
+        const std::size_t extra = mec().workspace_bytes(p, whole) - aligned(4 * lowered) - weights;
+        EXPECT_EQ(extra, dir == Direction::bwd_weights && mt == 0 ? weights : 0) << l.name;
+        EXPECT_EQ(mec().workspace_bytes(p, one), extra + weights + aligned(4 * lowered / p.mb))
+            << l.name;
+        std::size_t previous = 0;
+        for (int chunk = 1; chunk <= p.mb; ++chunk) {
+          const std::size_t bytes =
+              mec().workspace_bytes(p, {{{"chunk", chunk}, {"mt", mt}, {"T", 0}}});
+          EXPECT_GT(bytes, previous) << l.name << " chunk " << chunk;
+          previous = bytes;
+        }
+      }
+    }
+  const ConvProblem cv4 = layer("cv4");  // 333.8 MiB of L for the whole batch
+  EXPECT_LT(mec().workspace_bytes(cv4, mec().configs(cv4).front()), 45u << 20);
 }
 
 // Forward A permutes its result through L, so it costs nothing over B; backward A reads dO in
@@ -137,6 +229,54 @@ TEST(Mec, SolutionANeedsExtraMemoryOnlyBackward) {
   const ConvProblem bwd_data = cv10.with_dir(Direction::bwd_data);
   EXPECT_EQ(mec().workspace_bytes(bwd_data, a) - mec().workspace_bytes(bwd_data, b),
             aligned(4 * out));
+  // ... a chunk's worth of dO.
+  const TuneConfig a2{{{"T", 1000}, {"chunk", 2}}}, b2{{{"T", 0}, {"chunk", 2}}};
+  EXPECT_EQ(mec().workspace_bytes(bwd_data, a2) - mec().workspace_bytes(bwd_data, b2),
+            aligned(4 * out / cv10.mb * 2));
+}
+
+// Every chunk, a divisor of the batch or not, in both solutions and both mt, gives the whole
+// batch's results: bitwise forward in Solution B (the same GEMMs), to 1e-12 otherwise (A's GEMMs
+// have chunk*ow rows, and backward sums the chunks).
+TEST(Mec, ResultsDoNotDependOnTheChunk) {
+  std::vector<ConvProblem> problems = {
+      ConvProblem{Direction::fwd, 5, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1},
+      ConvProblem{Direction::fwd, 7, 2, 11, 9, 3, 5, 3, 2, 1, 2, 0, 1},
+  };
+  for (const char* name : {"k3_s3", "k5_s2_p2"})
+    for (const ConvShape& shape : edge_case_shapes())
+      if (shape.name == name) problems.push_back(shape.problem);
+  for (const ConvProblem& fwd : problems)
+    for (Direction dir : kAllDirections) {
+      ConvProblem p = fwd.with_dir(dir);
+      p.dt = DType::f64;
+      ConvArgs args = make_conv_args(p, 9);
+      for (Tensor* t : {&args.src, &args.dst, &args.diff_src, &args.diff_dst})
+        *t = convert_layout_reference(*t, Layout::NHWC);
+      for (int t : {0, 1000})
+        for (int mt : {0, 1}) {
+          const TuneConfig whole{{{"chunk", p.mb}, {"T", t}, {"mt", mt}}};
+          const auto run = [&](const TuneConfig& config) {
+            run_conv({&mec(), config}, p, args);
+            return conv_output(args, dir).clone();
+          };
+          const Tensor want = run(whole);
+          for (int chunk = 1; chunk < p.mb; ++chunk) {
+            const TuneConfig config{{{"chunk", chunk}, {"T", t}, {"mt", mt}}};
+            const Tensor got = run(config);
+            const bool bitwise = dir == Direction::fwd && !mec_uses_solution_a(p, whole);
+            if (bitwise) {
+              ASSERT_EQ(got.numel(), want.numel());
+              EXPECT_TRUE(std::equal(got.data<double>(), got.data<double>() + got.numel(),
+                                     want.data<double>()))
+                  << "[" << config.str() << "] " << p.key();
+            } else {
+              EXPECT_TRUE(close_relative(got, want, 1e-12))
+                  << "[" << config.str() << "] " << p.key();
+            }
+          }
+        }
+    }
 }
 
 // Backward-data clears only the columns of dL that its first phase does not overwrite; a

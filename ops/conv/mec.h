@@ -1,7 +1,8 @@
 #pragma once
 // MEC, memory-efficient convolution (Cho and Brand, ICML 2017), on NHWC activations, in all three
-// directions. The threshold T picks between the paper's Solution A (ow <= T: oh large GEMMs over
-// the whole batch) and Solution B (mb*oh small GEMMs).
+// directions, lowering a chunk of images at a time into one buffer L. The threshold T picks
+// between the paper's Solution A (ow <= T: oh large GEMMs over the chunk) and Solution B
+// (chunk*oh small GEMMs, one per image and output row).
 #include "ops/conv/solver.h"
 
 namespace tunecnn {
@@ -17,10 +18,15 @@ class MecSolver final : public ConvSolver {
            Workspace workspace) const override;
 };
 
-// Whether `config` runs `problem` as Solution A: ow <= T and the output fits in the lowered
-// matrix (A permutes its h-n-w-c result back through that memory).
+// The images `config` lowers together: its "chunk", clamped to [1, mb]; mb (the paper's
+// Algorithm 2) when absent.
+int mec_chunk(const ConvProblem& problem, const TuneConfig& config);
+// Whether `config` runs `problem` as Solution A: ow <= T, the output fits in the lowered
+// matrix (A permutes its h-n-w-c result back through that memory) and the chunk has more than
+// one image (with one, A's GEMMs are B's and B needs no permutation).
 bool mec_uses_solution_a(const ConvProblem& problem, const TuneConfig& config);
-// Elements of MEC's lowered matrix L: mb * ow * (ih + 2 ph) * kw * ic.
+// Elements of MEC's lowered matrix L of the whole batch: mb * ow * (ih + 2 ph) * kw * ic; a
+// chunk's L is chunk/mb of it.
 std::size_t mec_lowered_elements(const ConvProblem& problem);
 
 }  // namespace tunecnn
