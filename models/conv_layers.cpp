@@ -46,7 +46,8 @@ std::vector<ConvLayer> parse_conv_layers(std::string_view text, std::string_view
 }
 
 const std::vector<ConvLayer>& all_conv_layers() {
-  static const std::vector<ConvLayer> layers = parse_conv_layers(kConvLayersText, "conv_layers.txt", 1);
+  static const std::vector<ConvLayer> layers =
+      parse_conv_layers(kConvLayersText, "conv_layers.txt", 1);
   return layers;
 }
 
@@ -67,7 +68,8 @@ std::vector<ConvLayer> conv_layer_set(std::string_view set, int batch) {
     }
   if (layers.empty()) {
     std::string known;
-    for (const std::string& name : conv_layer_set_names()) known += (known.empty() ? "" : ", ") + name;
+    for (const std::string& name : conv_layer_set_names())
+      known += (known.empty() ? "" : ", ") + name;
     TUNECNN_FAIL("unknown layer set '", set, "'; known sets: ", known);
   }
   return layers;

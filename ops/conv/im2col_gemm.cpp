@@ -22,14 +22,9 @@
 namespace tunecnn {
 namespace {
 
-constexpr std::size_t kSliceAlignment = 64;  // slots never share a cache line
 // The untuned default chunk makes the GEMMs at least this many columns wide.
 constexpr int kDefaultMinColumns = 1024;
 constexpr int kMaxChunk = 64;
-
-std::size_t align_up(std::size_t bytes) {
-  return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
-}
 
 int chunk_of(const ConvProblem& p, const TuneConfig& config) {
   return std::clamp(config.get("chunk", 1), 1, p.mb);
@@ -51,14 +46,14 @@ struct Lowering {
         chunk(chunk_of(p, config)),
         chunks((p.mb + chunk - 1) / chunk),
         slots(std::min(tbb::this_task_arena::max_concurrency(), chunks)),
-        image_is_col(chunk == 1 && p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
-                     p.ph == 0 && p.pw == 0) {
+        image_is_col(chunk == 1 && p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 &&
+                     p.pw == 0) {
     const std::size_t elem = dtype_size(p.dt);
     const std::size_t columns = static_cast<std::size_t>(chunk) * ohw;
-    col_bytes = image_is_col ? 0 : align_up(k * columns * elem);
-    tmp_bytes = chunk == 1 ? 0 : align_up(ocg * columns * elem);
-    partial_bytes =
-        p.dir == Direction::bwd_weights ? align_up(static_cast<std::size_t>(p.oc) * k * elem) : 0;
+    col_bytes = image_is_col ? 0 : align_workspace(k * columns * elem);
+    tmp_bytes = chunk == 1 ? 0 : align_workspace(ocg * columns * elem);
+    const std::size_t weights = static_cast<std::size_t>(p.oc) * k * elem;
+    partial_bytes = p.dir == Direction::bwd_weights ? align_workspace(weights) : 0;
   }
   int ld() const { return chunk * ohw; }  // the row length of col and tmp
   std::size_t slot_bytes() const { return col_bytes + tmp_bytes; }
@@ -225,8 +220,8 @@ void fwd_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, co
     T* dst = writable<T>(args.dst) + gi * s.dst_group;
     const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
     if (l.image_is_col) {
-      gemm_for<T>(l)(false, false, l.ocg, l.ohw, l.k, T(1), wei, l.k,
-                     src + c.first * s.src_image, l.ohw, T(0), dst + c.first * s.dst_image, l.ohw);
+      gemm_for<T>(l)(false, false, l.ocg, l.ohw, l.k, T(1), wei, l.k, src + c.first * s.src_image,
+                     l.ohw, T(0), dst + c.first * s.dst_image, l.ohw);
       continue;
     }
     lower_chunk(p, l, c, src, col);
@@ -247,8 +242,7 @@ void bwd_data_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& arg
   const GroupStrides s(p, l);
   T* diff_src = writable<T>(args.diff_src);
   if (!l.image_is_col)
-    std::fill(diff_src + c.first * s.src_image, diff_src + (c.first + c.count) * s.src_image,
-              T(0));
+    std::fill(diff_src + c.first * s.src_image, diff_src + (c.first + c.count) * s.src_image, T(0));
   for (int gi = 0; gi < p.g; ++gi) {
     const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
     const T* diff_dst = args.diff_dst.data<T>() + gi * s.dst_group;

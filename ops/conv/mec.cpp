@@ -61,13 +61,8 @@ namespace {
 
 // The paper's T on recent GPUs; the tuner calibrates it per device.
 constexpr int kPaperThreshold = 100;
-constexpr std::size_t kSliceAlignment = 64;  // regions never share a cache line
 // The untuned default chunk gives Solution A's GEMMs at least this many rows.
 constexpr int kDefaultMinRows = 64;
-
-std::size_t align_up(std::size_t bytes) {
-  return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
-}
 
 // Elements of one image's output and of one image's slice of L.
 std::size_t out_elements_per_image(const ConvProblem& p) {
@@ -111,11 +106,12 @@ struct MecPlan {
                   ? std::min(tbb::this_task_arena::max_concurrency(), partitions(chunk))
                   : 1) {
     const std::size_t elem = dtype_size(p.dt);
-    out_bytes =
-        a && p.dir != Direction::fwd ? align_up(chunk * out_elements_per_image(p) * elem) : 0;
-    weights_bytes = align_up(static_cast<std::size_t>(p.oc) * kd * elem);
+    out_bytes = a && p.dir != Direction::fwd
+                    ? align_workspace(chunk * out_elements_per_image(p) * elem)
+                    : 0;
+    weights_bytes = align_workspace(static_cast<std::size_t>(p.oc) * kd * elem);
     partial_bytes = slots > 1 ? weights_bytes : 0;
-    lowered_bytes = align_up(chunk * lowered_elements_per_image(p) * elem);
+    lowered_bytes = align_workspace(chunk * lowered_elements_per_image(p) * elem);
   }
   // Partitions of a chunk of `images`: one per output row in A, per image and row in B.
   int partitions(int images) const { return (a ? 1 : images) * oh; }

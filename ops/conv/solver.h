@@ -47,6 +47,12 @@ class ConvSolver {
                    Workspace workspace) const = 0;
 };
 
+// Workspace regions start on a cache line, so slots of different threads never share one.
+inline constexpr std::size_t kWorkspaceAlignment = 64;
+constexpr std::size_t align_workspace(std::size_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
+
 // Fills `why` (when non-null) and returns false: the guard-clause idiom of applicable().
 inline bool reject(std::string* why, std::string reason) {
   if (why != nullptr) *why = std::move(reason);

@@ -30,16 +30,11 @@ namespace {
 #define TUNECNN_NO_ALIAS
 #endif
 
-constexpr std::size_t kSliceAlignment = 64;  // regions never share a cache line
 // Blocks hold a multiple of this many tiles, so every row of V and M starts on a cache line.
 constexpr int kTileQuantum = 16;
 constexpr int kMinDefaultTiles = 64, kMaxDefaultTiles = 512, kMaxTiles = 1024;
 // About one core's L2: what a block's V and M should fit in when U is small.
 constexpr std::size_t kBlockCacheBytes = std::size_t{1} << 20;
-
-std::size_t align_up(std::size_t bytes) {
-  return (bytes + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment;
-}
 
 // For a >= 0, b > 0.
 int ceil_div(int a, int b) {
@@ -56,8 +51,8 @@ int floor_half(int a) {
 std::size_t plane_stride(std::size_t elements, std::size_t elem) {
   constexpr std::size_t kPage = 4096;
   const std::size_t bytes = elements * elem;
-  if (bytes < kPage) return align_up(bytes) / elem;
-  return ((bytes + kPage - 1) / kPage * kPage + kSliceAlignment) / elem;
+  if (bytes < kPage) return align_workspace(bytes) / elem;
+  return ((bytes + kPage - 1) / kPage * kPage + kWorkspaceAlignment) / elem;
 }
 
 // The forward convolution really computed. For bwd_data it convolves diff_dst (oc channels,
@@ -110,7 +105,7 @@ struct Blocking {
     block_tiles = std::min(total_tiles, round_to_quantum(ceil_div(total_tiles, count)));
     blocks = ceil_div(total_tiles, block_tiles);
     const std::size_t elem = dtype_size(p.dt);
-    zero_bytes = align_up(static_cast<std::size_t>(g.w_in) * elem);
+    zero_bytes = align_workspace(static_cast<std::size_t>(g.w_in) * elem);
     v_plane = plane_stride(static_cast<std::size_t>(g.c_in) * block_tiles, elem);
     m_plane = plane_stride(static_cast<std::size_t>(g.c_out) * block_tiles, elem);
     const std::size_t u_elements = static_cast<std::size_t>(g.c_out) * g.c_in;

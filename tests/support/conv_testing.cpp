@@ -19,7 +19,9 @@ ConvShape edge(const char* name, int mb, int ic, int ih, int iw, int oc, int kh,
   return {name, ConvProblem{Direction::fwd, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, g}};
 }
 
-int halved(int v) { return std::max(1, v / 2); }
+int halved(int v) {
+  return std::max(1, v / 2);
+}
 
 // Halves the input height or width, keeping the padded input at least as large as the kernel
 // and at least two output rows or columns.
@@ -138,7 +140,8 @@ Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs&
 
 ::testing::AssertionResult close_relative(const Tensor& got, const Tensor& want, double tol) {
   if (got.shape() != want.shape() || got.dtype() != want.dtype())
-    return ::testing::AssertionFailure() << "got " << got.describe() << ", want " << want.describe();
+    return ::testing::AssertionFailure()
+           << "got " << got.describe() << ", want " << want.describe();
   return dispatch_dtype(got.dtype(), [&]<class T>() -> ::testing::AssertionResult {
     const T* g = got.data<T>();
     const T* w = want.data<T>();
