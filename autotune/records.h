@@ -1,0 +1,60 @@
+#pragma once
+// What the tuner measures and the tuning cache keeps: plain values shared by both, so the tuner
+// never depends on the file format and the cache never depends on how timings are taken.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/conv/solver.h"
+
+namespace tunecnn {
+
+// One solver x config x layout tried on one problem.
+struct CandidateResult {
+  std::string solver;  // the solver's stable name()
+  TuneConfig config;
+  Layout layout = Layout::NCHW;
+  double median_ms = 0, spread_ms = 0;  // spread: (max - min) / 2 over the timed runs
+  int runs = 0;
+  std::size_t workspace_bytes = 0;
+  bool correct = true;  // false: it disagreed with the reference and was disqualified
+  bool operator==(const CandidateResult&) const = default;
+};
+
+// Where a decision came from.
+struct Provenance {
+  std::string host, date, version;  // date: ISO 8601 UTC
+  bool operator==(const Provenance&) const = default;
+};
+
+// The decision for one problem key and every candidate behind it.
+struct TuningEntry {
+  std::string key;  // ConvProblem::key() (later pooling, softmax and depthwise keys)
+  std::string solver;
+  TuneConfig config;
+  Layout layout = Layout::NCHW;
+  std::vector<CandidateResult> candidates;
+  Provenance provenance;
+  bool operator==(const TuningEntry&) const = default;
+};
+
+// Device constants measured once by calibration; absent until measured.
+struct DeviceThresholds {
+  std::optional<int> mec_t;   // MEC's T
+  std::optional<int> ct, nt;  // Li et al.'s layout thresholds
+  bool operator==(const DeviceThresholds&) const = default;
+};
+
+// One device's section of the cache. `fingerprint` holds the fields that make timings
+// comparable (name -> value); `id` is a stable digest of them.
+struct DeviceRecord {
+  std::string id;
+  std::map<std::string, std::string> fingerprint;
+  DeviceThresholds thresholds;
+  std::map<std::string, TuningEntry> entries;  // by key
+  bool operator==(const DeviceRecord&) const = default;
+};
+
+}  // namespace tunecnn
