@@ -1,0 +1,402 @@
+#include "autotune/conv_tuner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "core/init.h"
+#include "core/rng.h"
+#include "ops/conv/registry.h"
+#include "ops/layout/reference.h"
+
+namespace tunecnn {
+namespace {
+
+// The reference runs this many multiply-adds in a few milliseconds (as in the solver suites).
+constexpr std::int64_t kMaxVerifyMacs = 3'000'000;
+// A noise floor for ties: timings within 2% of the best are indistinguishable on a busy CPU.
+constexpr double kTieFraction = 0.02;
+// Settled: adding each of the last this many calls moved the median less than `settle`.
+constexpr int kSettleLookback = 2;
+
+double steady_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+bool is_direct(const ConvSolver& solver) {
+  return &solver == &direct_conv_solver() || solver.name() == direct_conv_solver().name();
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string describe(const ConvSolver& solver, const TuneConfig& config, Layout layout) {
+  std::string out(solver.name());
+  if (!config.values.empty()) out += " [" + config.str() + "]";
+  return out + " in " + std::string(to_string(layout));
+}
+
+// ---- small-data verification ---------------------------------------------------------------
+
+// Halves one spatial size while the output keeps at least four rows (columns) and the padded
+// input still covers the kernel. Height goes first: MEC's solution choice depends on the width.
+bool shrink(ConvProblem& p, bool along_h) {
+  int& size = along_h ? p.ih : p.iw;
+  const int k = along_h ? p.kh : p.kw, pad = along_h ? p.ph : p.pw, s = along_h ? p.sh : p.sw;
+  const int out = along_h ? p.oh() : p.ow();
+  if (out < 8 || size / 2 < std::max(1, k - 2 * pad + s)) return false;
+  size /= 2;
+  return true;
+}
+
+ConvArgs random_args(const ConvProblem& p, Rng& rng) {
+  ConvArgs args;
+  args.src = Tensor::empty(p.src_shape(), p.dt);
+  args.wei = Tensor::empty(p.wei_shape(), p.dt);
+  args.diff_dst = Tensor::empty(p.dst_shape(), p.dt);
+  for (Tensor* t : {&args.src, &args.wei, &args.diff_dst}) uniform_fill(*t, -1.0, 1.0, rng);
+  // NaN outputs: an element a solver forgets to write shows up as a mismatch.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  args.dst = Tensor::full(p.dst_shape(), nan, p.dt);
+  args.diff_src = Tensor::full(p.src_shape(), nan, p.dt);
+  args.diff_wei = Tensor::full(p.wei_shape(), nan, p.dt);
+  return args;
+}
+
+// Activations move to `layout`; weights stay OIHW in every layout.
+ConvArgs in_layout(const ConvArgs& nchw, Layout layout) {
+  ConvArgs args;
+  args.src = convert_layout_reference(nchw.src, layout);
+  args.dst = convert_layout_reference(nchw.dst, layout);
+  args.diff_src = convert_layout_reference(nchw.diff_src, layout);
+  args.diff_dst = convert_layout_reference(nchw.diff_dst, layout);
+  args.wei = nchw.wei.clone();
+  args.diff_wei = nchw.diff_wei.clone();
+  return args;
+}
+
+const Tensor& output_of(const ConvArgs& args, Direction dir) {
+  if (dir == Direction::fwd) return args.dst;
+  return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
+}
+
+// Max |got - want| <= tol * max |want| (rounding grows with the sums); empty when it holds.
+std::string mismatch(const Tensor& got, const Tensor& want, double tol) {
+  return dispatch_dtype(want.dtype(), [&]<class T>() -> std::string {
+    const T* g = got.data<T>();
+    const T* w = want.data<T>();
+    double scale = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(w[i])));
+    const double bound = tol * std::max(scale, 1e-30);
+    for (std::int64_t i = 0; i < want.numel(); ++i)
+      if (!(std::abs(double(g[i]) - double(w[i])) <= bound))
+        return "element " + std::to_string(i) + ": got " + std::to_string(double(g[i])) +
+               ", want " + std::to_string(double(w[i]));
+    return "";
+  });
+}
+
+// Checks candidates against the reference output, computed once per problem.
+class Verifier {
+ public:
+  Verifier(const ConvProblem& problem, std::uint64_t seed) : problem_(problem) {
+    Rng rng(seed);
+    args_ = random_args(problem_, rng);
+    ConvArgs ref = in_layout(args_, Layout::NCHW);
+    run_conv({&direct_conv_solver(), {}}, problem_, ref);
+    reference_ = output_of(ref, problem_.dir);
+  }
+  const ConvProblem& problem() const { return problem_; }
+
+  // Empty when the candidate agrees with the reference; otherwise what went wrong.
+  std::string check(const ConvSolver& solver, const TuneConfig& config, Layout layout) const {
+    try {
+      ConvArgs args = in_layout(args_, layout);
+      run_conv({&solver, config}, problem_, args);
+      const Tensor got = convert_layout_reference(output_of(args, problem_.dir), Layout::NCHW);
+      return mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-4 : 1e-10);
+    } catch (const Error& e) {
+      return std::string("it threw: ") + e.what();
+    }
+  }
+
+ private:
+  ConvProblem problem_;
+  ConvArgs args_;
+  Tensor reference_;
+};
+
+// ---- timing --------------------------------------------------------------------------------
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+bool settled(const std::vector<double>& times, const ConvTunerOptions& o) {
+  if (static_cast<int>(times.size()) < std::max(o.min_repeats, kSettleLookback + 1)) return false;
+  const double now = median_of(times);
+  for (int back = 1; back <= kSettleLookback; ++back) {
+    const std::vector<double> before(times.begin(), times.end() - back);
+    if (std::abs(now - median_of(before)) > o.settle * now) return false;
+  }
+  return true;
+}
+
+struct Timing {
+  double median_ms = 0, spread_ms = 0;
+  int runs = 0;
+};
+
+// Warm-up (cut short when one call alone exceeds the cap), then timed calls until the median
+// settles, the cap is spent or max_repeats is reached; at least one timed call always runs.
+Timing time_calls(const std::function<void()>& call, const ConvTunerOptions& o,
+                  const std::function<double()>& clock) {
+  for (int i = 0; i < o.warmup; ++i) {
+    const double start = clock();
+    call();
+    if (clock() - start > o.max_seconds) break;
+  }
+  std::vector<double> times;
+  double spent = 0;
+  do {
+    const double start = clock();
+    call();
+    times.push_back(clock() - start);
+    spent += times.back();
+  } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
+           !settled(times, o));
+  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
+}
+
+// ---- the search ----------------------------------------------------------------------------
+
+// One tune_conv call: candidates accumulate over passes (forced solvers, all, the reference),
+// in enumeration order, which is also the last tie-break.
+class Search {
+ public:
+  Search(const ConvProblem& problem, const ConvTunerOptions& options)
+      : problem_(problem),
+        options_(options),
+        clock_(options.clock ? options.clock : steady_seconds),
+        warn_(options.warn ? options.warn
+                           : [](std::string_view m) { std::cerr << "warning: " << m << "\n"; }),
+        rng_(options.seed) {}
+
+  void try_solvers(const std::vector<const ConvSolver*>& solvers) {
+    for (const ConvSolver* solver : solvers) {
+      if (!solver->applicable(problem_, nullptr)) continue;
+      for (Layout layout : solver->layouts(problem_)) {
+        if (std::find(options_.layouts.begin(), options_.layouts.end(), layout) ==
+            options_.layouts.end())
+          continue;
+        for (const TuneConfig& config : solver->configs(problem_))
+          try_candidate(*solver, layout, config);
+      }
+    }
+  }
+
+  bool has_correct() const {
+    return std::any_of(results_.begin(), results_.end(),
+                       [](const CandidateResult& c) { return c.correct; });
+  }
+  void warn(const std::string& message) const { warn_(message); }
+  TuningEntry entry() const;
+
+ private:
+  void try_candidate(const ConvSolver& solver, Layout layout, const TuneConfig& config);
+  std::string verify(const ConvSolver& solver, Layout layout, const TuneConfig& config);
+  Timing time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
+              std::size_t workspace_bytes);
+
+  ConvProblem problem_;
+  const ConvTunerOptions& options_;
+  std::function<double()> clock_;
+  std::function<void(std::string_view)> warn_;
+  Rng rng_;
+  std::vector<CandidateResult> results_;
+  std::map<Layout, ConvArgs> timing_args_;  // allocated once per layout, reused by candidates
+  std::unique_ptr<Verifier> small_, full_;  // built on first use: the reference is not free
+};
+
+void Search::try_candidate(const ConvSolver& solver, Layout layout, const TuneConfig& config) {
+  const std::size_t bytes = solver.workspace_bytes(problem_, config);
+  if (bytes > options_.max_workspace_bytes) return;  // over budget: not recorded (see header)
+  CandidateResult result{std::string(solver.name()), config, layout, 0, 0, 0, bytes, true};
+  const std::string wrong = is_direct(solver) ? "" : verify(solver, layout, config);
+  if (!wrong.empty()) {
+    result.correct = false;
+    warn_("conv tuner: " + describe(solver, config, layout) + " disagrees with the reference on " +
+          problem_.key() + " (" + wrong + "); disqualified");
+  } else {
+    const Timing t = time(solver, layout, config, bytes);
+    result.median_ms = t.median_ms;
+    result.spread_ms = t.spread_ms;
+    result.runs = t.runs;
+  }
+  results_.push_back(std::move(result));
+}
+
+// On the small problem when the solver takes it, else (rarely) on the real one.
+std::string Search::verify(const ConvSolver& solver, Layout layout, const TuneConfig& config) {
+  if (!small_) small_ = std::make_unique<Verifier>(verification_problem(problem_), options_.seed);
+  if (solver.applicable(small_->problem(), nullptr)) return small_->check(solver, config, layout);
+  if (!full_) full_ = std::make_unique<Verifier>(problem_, options_.seed);
+  return full_->check(solver, config, layout);
+}
+
+Timing Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
+                    std::size_t workspace_bytes) {
+  auto it = timing_args_.find(layout);
+  if (it == timing_args_.end())
+    it = timing_args_.emplace(layout, in_layout(random_args(problem_, rng_), layout)).first;
+  const ConvArgs& args = it->second;
+  Storage storage(workspace_bytes, Device::cpu);
+  const Workspace ws{workspace_bytes ? storage.data() : nullptr, workspace_bytes};
+  return time_calls([&] { solver.run(problem_, config, args, ws); }, options_, clock_);
+}
+
+// Among correct candidates, those within the noise of the fastest are ties; the tie goes to the
+// least workspace, then the earliest in enumeration order (registry, layout, config), so equal
+// timings always give the same plan.
+std::size_t choose(const std::vector<CandidateResult>& results) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i].correct && (!best || results[i].median_ms < results[*best].median_ms)) best = i;
+  const double noise = std::max(results[*best].spread_ms, kTieFraction * results[*best].median_ms);
+  const double limit = results[*best].median_ms + noise;
+  std::size_t pick = *best;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CandidateResult& c = results[i];
+    if (!c.correct || c.median_ms > limit) continue;
+    if (c.workspace_bytes < results[pick].workspace_bytes ||
+        (c.workspace_bytes == results[pick].workspace_bytes && i < pick))
+      pick = i;
+  }
+  return pick;
+}
+
+std::string utc_now_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Provenance provenance_now() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return {host, utc_now_iso(), TUNECNN_VERSION};
+}
+
+TuningEntry Search::entry() const {
+  TUNECNN_CHECK(has_correct(), "no conv solver gives a correct result for ", problem_.key(),
+                " within a workspace budget of ", options_.max_workspace_bytes, " bytes");
+  const CandidateResult& chosen = results_[choose(results_)];
+  return {problem_.key(), chosen.solver, chosen.config, chosen.layout, results_, provenance_now()};
+}
+
+std::vector<const ConvSolver*> all_solvers(const ConvTunerOptions& options) {
+  if (!options.solvers.empty()) return options.solvers;
+  const auto registry = cpu_conv_solvers();
+  return {registry.begin(), registry.end()};
+}
+
+std::vector<const ConvSolver*> select(const std::vector<const ConvSolver*>& solvers,
+                                      const std::function<bool(const ConvSolver&)>& keep) {
+  std::vector<const ConvSolver*> out;
+  for (const ConvSolver* s : solvers)
+    if (keep(*s)) out.push_back(s);
+  return out;
+}
+
+// A forced name this build does not have is a typo on the command line: say so.
+void check_forced_names(const ConvTunerOptions& options,
+                        const std::vector<const ConvSolver*>& solvers) {
+  for (const std::string& name : options.only_solvers) {
+    const bool known = std::any_of(solvers.begin(), solvers.end(),
+                                   [&](const ConvSolver* s) { return s->name() == name; });
+    if (known) continue;
+    std::string names;
+    for (const ConvSolver* s : solvers)
+      names += (names.empty() ? "" : ", ") + std::string(s->name());
+    TUNECNN_FAIL("forced conv solver '", name, "' is unknown; known solvers: ", names);
+  }
+}
+
+}  // namespace
+
+ConvProblem verification_problem(const ConvProblem& problem) {
+  ConvProblem p = problem;
+  p.mb = std::min(p.mb, 2);
+  while (p.macs() > kMaxVerifyMacs && shrink(p, true)) {
+  }
+  while (p.macs() > kMaxVerifyMacs && shrink(p, false)) {
+  }
+  return p;
+}
+
+// Passes: the forced solvers (or every solver but the slow reference); all of them again when
+// the forced ones give nothing correct; the reference last, when nothing else is correct.
+TuningEntry tune_conv(const ConvProblem& problem, const ConvTunerOptions& options) {
+  problem.validate();
+  const std::vector<const ConvSolver*> solvers = all_solvers(options);
+  check_forced_names(options, solvers);
+  const auto non_direct = select(solvers, [](const ConvSolver& s) { return !is_direct(s); });
+  Search search(problem, options);
+  if (!options.only_solvers.empty()) {
+    search.try_solvers(select(
+        solvers, [&](const ConvSolver& s) { return contains(options.only_solvers, s.name()); }));
+    if (!search.has_correct()) {
+      search.warn("conv tuner: no forced solver runs " + problem.key() + "; trying all solvers");
+      search.try_solvers(select(non_direct, [&](const ConvSolver& s) {
+        return !contains(options.only_solvers, s.name());
+      }));
+    }
+  } else {
+    search.try_solvers(non_direct);
+  }
+  if (!search.has_correct())
+    search.try_solvers(select(solvers, [&](const ConvSolver& s) {
+      return is_direct(s) && !contains(options.only_solvers, s.name());
+    }));
+  return search.entry();
+}
+
+ConvLayerPlan tune_conv_layer(const ConvProblem& fwd, const ConvTunerOptions& options,
+                              std::vector<TuningEntry>* entries) {
+  ConvLayerPlan plan;
+  for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    TuningEntry entry = tune_conv(fwd.with_dir(dir), options);
+    ConvPlan& slot = dir == Direction::fwd        ? plan.fwd
+                     : dir == Direction::bwd_data ? plan.bwd_data
+                                                  : plan.bwd_weights;
+    slot = plan_from_entry(entry);
+    if (entries != nullptr) entries->push_back(std::move(entry));
+  }
+  return plan;
+}
+
+ConvPlan plan_from_entry(const TuningEntry& entry) {
+  const ConvSolver* solver = find_conv_solver(entry.solver);
+  TUNECNN_CHECK(solver != nullptr, "tuning entry for '", entry.key, "' names conv solver '",
+                entry.solver, "', which this build does not have");
+  return {solver, entry.config};
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,52 @@
+#pragma once
+// The conv tuner core: for one problem, try every applicable solver x layout x config, check each
+// once against the direct reference on small data, time the correct ones on the real problem and
+// pick a winner that stays the same across runs when timings are within noise.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autotune/records.h"
+#include "ops/conv/plan.h"
+
+namespace tunecnn {
+
+struct ConvTunerOptions {
+  // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
+  // entry keeps what could run, and a bigger budget later is a different tuning question.
+  std::size_t max_workspace_bytes = SIZE_MAX;
+  int warmup = 1, min_repeats = 5, max_repeats = 30;
+  double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
+  double settle = 0.02;      // settled: the last two calls moved the median less than this
+  // The layouts the caller can run in; Conv2d runs NCHW today.
+  std::vector<Layout> layouts = {Layout::NCHW};
+  // --force-solver: only these solver names (empty: all). When none of them yields a correct
+  // candidate for a problem (e.g. mec on a grouped conv), the tuner warns and uses all solvers.
+  std::vector<std::string> only_solvers;
+  // The solvers to try, in preference order (empty: cpu_conv_solvers()). Tests inject fakes.
+  std::vector<const ConvSolver*> solvers;
+  std::function<double()> clock;               // seconds; empty: std::chrono::steady_clock
+  std::function<void(std::string_view)> warn;  // empty: std::cerr
+  std::uint64_t seed = 1;                      // for the random arguments
+};
+
+// Tunes one problem (any direction). The direct reference is tried only when forced or when no
+// other solver gives a correct candidate, since it is very slow. Throws Error when nothing at all
+// can run the problem within the budget.
+TuningEntry tune_conv(const ConvProblem& problem, const ConvTunerOptions& options);
+
+// Tunes all three directions of a forward problem; appends their entries to `entries` when given.
+ConvLayerPlan tune_conv_layer(const ConvProblem& fwd, const ConvTunerOptions& options,
+                              std::vector<TuningEntry>* entries);
+
+// The runnable plan an entry describes; throws Error when it names a solver this build lacks.
+ConvPlan plan_from_entry(const TuningEntry& entry);
+
+// The same geometry at batch 2 with the spatial size reduced until the reference is cheap;
+// kernel, stride, padding and channels kept. The tuner checks candidates on it.
+ConvProblem verification_problem(const ConvProblem& problem);
+
+}  // namespace tunecnn

@@ -1,0 +1,326 @@
+// The conv tuner core: choice under a fake clock, stable ties, --force-solver, the memory budget,
+// verification against the reference, and that the chosen plan runs. No real-time assertions.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "autotune/conv_tuner.h"
+#include "ops/conv/registry.h"
+#include "tests/support/conv_testing.h"
+
+namespace tunecnn {
+namespace {
+
+using testing::close_relative;
+using testing::conv_output;
+using testing::kAllDirections;
+using testing::make_conv_args;
+using testing::run_in_layout;
+
+// Time only moves when a fake solver runs, by the solver's cost.
+struct FakeClock {
+  double now = 0;
+  int calls = 0;
+  std::function<double()> fn() {
+    return [this] {
+      ++calls;
+      return now;
+    };
+  }
+};
+
+// Computes the right answer through im2col_gemm but reports its own name, cost and workspace.
+class FakeSolver final : public ConvSolver {
+ public:
+  FakeSolver(std::string name, FakeClock& clock, double cost_s, std::size_t extra_workspace = 0)
+      : name_(std::move(name)), clock_(clock), cost_s_(cost_s), extra_(extra_workspace) {}
+  std::string_view name() const override { return name_; }
+  bool applicable(const ConvProblem& p, std::string* why) const override {
+    return real().applicable(p, why);
+  }
+  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
+    return real().workspace_bytes(p, {}) + extra_;
+  }
+  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args,
+           Workspace ws) const override {
+    real().run(p, {}, args, ws);
+    clock_.now += cost_s_;
+  }
+
+ private:
+  static const ConvSolver& real() { return *find_conv_solver("im2col_gemm"); }
+  std::string name_;
+  FakeClock& clock_;
+  double cost_s_;
+  std::size_t extra_;
+};
+
+// Deliberately wrong: writes zeros.
+class ZeroSolver final : public ConvSolver {
+ public:
+  std::string_view name() const override { return "zeros"; }
+  bool applicable(const ConvProblem&, std::string*) const override { return true; }
+  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args,
+           Workspace) const override {
+    Tensor out = conv_output(args, p.dir);
+    out.fill(0);
+  }
+};
+
+const ConvProblem kSmall{Direction::fwd, 4, 3, 10, 9, 5, 3, 3, 1, 1, 1, 1, 1};
+// LeNet's conv2 (models/conv_layers.txt) at batch 4.
+const ConvProblem kLenetConv2{Direction::fwd, 4, 16, 14, 14, 16, 5, 5, 1, 1, 2, 2, 1};
+// 3x3, so winograd_f2x3 applies too.
+const ConvProblem k3x3{Direction::fwd, 4, 8, 12, 11, 8, 3, 3, 1, 1, 1, 1, 1};
+
+struct Harness {
+  FakeClock clock;
+  std::vector<std::string> warnings;
+  ConvTunerOptions options() {
+    ConvTunerOptions o;
+    o.clock = clock.fn();
+    o.warn = [this](std::string_view m) { warnings.emplace_back(m); };
+    return o;
+  }
+};
+
+const CandidateResult* find(const TuningEntry& e, std::string_view solver) {
+  for (const CandidateResult& c : e.candidates)
+    if (c.solver == solver) return &c;
+  return nullptr;
+}
+
+TEST(ConvTuner, FakeClockFastestSolverIsChosen) {
+  Harness h;
+  FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3), mid("mid", h.clock, 2e-3);
+  ConvTunerOptions o = h.options();
+  o.solvers = {&slow, &fast, &mid};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "fast");
+  EXPECT_EQ(e.key, kSmall.key());
+  ASSERT_EQ(e.candidates.size(), 3u);
+  EXPECT_DOUBLE_EQ(find(e, "fast")->median_ms, 1.0);
+  EXPECT_DOUBLE_EQ(find(e, "slow")->median_ms, 3.0);
+  EXPECT_EQ(find(e, "fast")->spread_ms, 0);
+  EXPECT_GE(find(e, "fast")->runs, o.min_repeats);
+  EXPECT_TRUE(h.warnings.empty());
+  EXPECT_FALSE(e.provenance.host.empty());
+  EXPECT_EQ(e.provenance.version, TUNECNN_VERSION);
+  EXPECT_EQ(e.provenance.date.size(), 20u);  // 2025-01-31T12:34:56Z
+  EXPECT_EQ(e.provenance.date.back(), 'Z');
+}
+
+TEST(ConvTuner, TiesWithinNoiseGoToLowerWorkspaceThenEarlier) {
+  Harness h;
+  // 1% apart: within the 2% noise floor. "big" is fastest but needs more memory.
+  FakeSolver big("big", h.clock, 1.00e-3, 1 << 20), lean("lean", h.clock, 1.01e-3);
+  FakeSolver lean_twin("lean_twin", h.clock, 1.005e-3), far("far", h.clock, 1.5e-3);
+  ConvTunerOptions o = h.options();
+  o.solvers = {&big, &lean, &lean_twin, &far};
+  const TuningEntry first = tune_conv(kSmall, o);
+  EXPECT_EQ(first.solver, "lean");  // lower workspace than big; earlier than its equal twin
+  h.clock.now = 0;                  // the same fake times again, to the last bit
+  const TuningEntry second = tune_conv(kSmall, o);
+  EXPECT_EQ(second.solver, first.solver);
+  EXPECT_EQ(second.candidates, first.candidates);
+
+  // Outside the noise, speed wins over memory.
+  FakeSolver big_fast("big_fast", h.clock, 0.5e-3, 1 << 20);
+  o.solvers = {&lean, &big_fast};
+  EXPECT_EQ(tune_conv(kSmall, o).solver, "big_fast");
+}
+
+TEST(ConvTuner, ForceSolverIsHonoured) {
+  Harness h;
+  FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3);
+  ConvTunerOptions o = h.options();
+  o.solvers = {&fast, &slow};
+  o.only_solvers = {"slow"};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "slow");
+  ASSERT_EQ(e.candidates.size(), 1u);
+
+  // With the registry: every candidate is the forced solver, the reference included.
+  ConvTunerOptions real = h.options();
+  for (const char* name : {"winograd_f2x3", "direct"}) {
+    real.only_solvers = {name};
+    const TuningEntry forced = tune_conv(kSmall, real);
+    EXPECT_EQ(forced.solver, name);
+    for (const CandidateResult& c : forced.candidates) EXPECT_EQ(c.solver, name);
+  }
+  real.only_solvers = {"no_such_solver"};
+  EXPECT_THROW(tune_conv(kSmall, real), Error);
+}
+
+TEST(ConvTuner, ForcedSolverThatCannotRunFallsBackWithWarning) {
+  Harness h;
+  ConvTunerOptions o = h.options();
+  o.layouts = {Layout::NCHW, Layout::NHWC};
+  o.only_solvers = {"mec"};
+  ConvProblem grouped = kSmall;
+  grouped.ic = grouped.oc = grouped.g = 4;  // mec needs groups == 1
+  const TuningEntry e = tune_conv(grouped, o);
+  EXPECT_NE(e.solver, "mec");
+  EXPECT_EQ(h.warnings.size(), 1u);
+}
+
+// What the registry offers for p in the given layouts within the budget, as "solver config".
+std::multiset<std::string> within_budget(const ConvProblem& p, const std::vector<Layout>& layouts,
+                                         std::size_t budget) {
+  std::multiset<std::string> out;
+  for (const ConvSolver* s : cpu_conv_solvers()) {
+    if (s == &direct_conv_solver() || !s->applicable(p, nullptr)) continue;
+    for (Layout layout : s->layouts(p)) {
+      if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) continue;
+      for (const TuneConfig& c : s->configs(p))
+        if (s->workspace_bytes(p, c) <= budget) out.insert(std::string(s->name()) + " " + c.str());
+    }
+  }
+  return out;
+}
+
+TEST(ConvTuner, MemoryBudgetExcludesBigWorkspaces) {
+  Harness h;
+  ConvTunerOptions o = h.options();
+  o.layouts = {Layout::NCHW, Layout::NHWC, Layout::CHWN};
+  const ConvProblem& p = kLenetConv2;
+  const ConvSolver& im2col = *find_conv_solver("im2col_gemm");
+  const ConvSolver& mec = *find_conv_solver("mec");
+  const TuneConfig mec_one{{{"chunk", 1}, {"T", 100}, {"mt", 0}}};
+  const TuneConfig mec_batch{{{"chunk", p.mb}, {"T", 100}, {"mt", 0}}};
+  const std::size_t im2col_one = im2col.workspace_bytes(p, TuneConfig{{{"chunk", 1}}});
+  // The premise: lowering several images needs more than lowering one.
+  ASSERT_GT(im2col.workspace_bytes(p, TuneConfig{{{"chunk", 2}}}), im2col_one);
+  ASSERT_GT(mec.workspace_bytes(p, mec_batch), mec.workspace_bytes(p, mec_one));
+
+  for (std::size_t budget : {im2col_one, mec.workspace_bytes(p, mec_one)}) {
+    o.max_workspace_bytes = budget;
+    const TuningEntry e = tune_conv(p, o);
+    std::multiset<std::string> got;
+    for (const CandidateResult& c : e.candidates) {
+      EXPECT_LE(c.workspace_bytes, budget) << c.solver << " " << c.config.str();
+      got.insert(c.solver + " " + c.config.str());
+    }
+    EXPECT_EQ(got, within_budget(p, o.layouts, budget)) << "budget " << budget;
+    EXPECT_FALSE(got.count("im2col_gemm chunk=2"));
+    EXPECT_EQ(got.count("mec " + mec_batch.str()), mec.workspace_bytes(p, mec_batch) <= budget);
+  }
+
+  o.max_workspace_bytes = 0;  // only workspace-free solvers remain: the reference at worst
+  for (const CandidateResult& c : tune_conv(p, o).candidates) EXPECT_EQ(c.workspace_bytes, 0u);
+}
+
+TEST(ConvTuner, EveryCandidateOfARealProblemIsCorrect) {
+  Harness h;
+  ConvTunerOptions o = h.options();
+  o.layouts = {Layout::NCHW, Layout::NHWC, Layout::CHWN};
+  std::set<std::string> solvers;
+  for (Direction dir : kAllDirections)
+    for (const ConvProblem& p : {kLenetConv2, k3x3}) {
+      const TuningEntry e = tune_conv(p.with_dir(dir), o);
+      for (const CandidateResult& c : e.candidates) {
+        EXPECT_TRUE(c.correct) << c.solver << " " << c.config.str() << " " << e.key;
+        EXPECT_GT(c.runs, 0);
+        solvers.insert(c.solver);
+      }
+    }
+  EXPECT_TRUE(h.warnings.empty()) << h.warnings.front();
+  for (const char* name : {"im2col_gemm", "mec", "winograd_f2x3", "direct_chwn"})
+    EXPECT_TRUE(solvers.count(name)) << name;
+  EXPECT_FALSE(solvers.count("direct"));  // the slow reference only when nothing else runs
+}
+
+TEST(ConvTuner, WrongSolverIsDisqualifiedWithWarning) {
+  Harness h;
+  ZeroSolver zeros;
+  ConvTunerOptions o = h.options();  // the clock never moves: every time ties at 0
+  o.solvers = {&zeros, find_conv_solver("im2col_gemm")};
+  const TuningEntry e = tune_conv(kSmall, o);
+  ASSERT_NE(find(e, "zeros"), nullptr);
+  EXPECT_FALSE(find(e, "zeros")->correct);
+  EXPECT_EQ(e.solver, "im2col_gemm");  // zeros would win the tie (no workspace, first)
+  ASSERT_EQ(h.warnings.size(), 1u);
+  EXPECT_NE(h.warnings[0].find("zeros"), std::string::npos);
+  EXPECT_NE(h.warnings[0].find(kSmall.key()), std::string::npos);
+}
+
+TEST(ConvTuner, ReferenceIsTheLastResort) {
+  Harness h;
+  ZeroSolver zeros;
+  ConvTunerOptions o = h.options();
+  o.solvers = {&zeros, &direct_conv_solver()};
+  EXPECT_EQ(tune_conv(kSmall, o).solver, "direct");
+  o.solvers = {&zeros};
+  EXPECT_THROW(tune_conv(kSmall, o), Error);
+}
+
+TEST(ConvTuner, TimingStopsAtTheCapOrMaxRepeats) {
+  Harness h;
+  FakeSolver slow("slow", h.clock, 0.2);
+  ConvTunerOptions o = h.options();
+  o.solvers = {&slow};
+  o.max_seconds = 0.5;
+  EXPECT_EQ(tune_conv(kSmall, o).candidates.at(0).runs, 3);  // 0.6 s spent after three
+
+  // Each call takes 20% longer than the last, so the median never settles: runs stop at
+  // max_repeats.
+  double now = 0, step = 1e-3;
+  o.clock = [&] { return now += step *= 1.2; };
+  o.max_seconds = 1e9;
+  o.max_repeats = 12;
+  FakeSolver noisy("noisy", h.clock, 0);
+  o.solvers = {&noisy};
+  EXPECT_EQ(tune_conv(kSmall, o).candidates.at(0).runs, 12);
+}
+
+TEST(ConvTuner, VerificationProblemKeepsTheGeometry) {
+  const ConvProblem big{Direction::bwd_weights, 64, 64, 112, 96, 64, 3, 3, 2, 2, 1, 1, 1};
+  const ConvProblem small = verification_problem(big);
+  EXPECT_EQ(small.mb, 2);
+  EXPECT_LE(small.oh(), 8);  // wide channels keep it above the usual 3M multiply-adds
+  EXPECT_LE(small.ow(), 8);
+  EXPECT_GE(small.oh(), 4);
+  EXPECT_EQ(small.dir, big.dir);
+  EXPECT_EQ(small.ic, big.ic);
+  EXPECT_EQ(small.oc, big.oc);
+  EXPECT_EQ(small.kh, big.kh);
+  EXPECT_EQ(small.sh, big.sh);
+  EXPECT_EQ(small.pw, big.pw);
+  EXPECT_EQ(verification_problem(kSmall).ih, kSmall.ih);
+}
+
+TEST(ConvTuner, ChosenPlanRunsAndMatchesTheReference) {
+  ConvTunerOptions o;  // the real clock, kept short
+  o.max_seconds = 0.02;
+  o.max_repeats = 5;
+  std::vector<TuningEntry> entries;
+  const ConvLayerPlan plan = tune_conv_layer(kLenetConv2, o, &entries);
+  ASSERT_EQ(entries.size(), 3u);
+  for (Direction dir : kAllDirections) {
+    const ConvProblem p = kLenetConv2.with_dir(dir);
+    const ConvArgs args = make_conv_args(p, 7);
+    const Tensor want = run_in_layout({&direct_conv_solver(), {}}, p, args, Layout::NCHW);
+    const Tensor got = run_in_layout(plan.for_direction(dir), p, args, Layout::NCHW);
+    EXPECT_TRUE(close_relative(got, want, 1e-4)) << p.key();
+  }
+  EXPECT_EQ(entries[1].key, kLenetConv2.with_dir(Direction::bwd_data).key());
+}
+
+TEST(ConvTuner, PlanFromEntryRejectsUnknownSolvers) {
+  TuningEntry e;
+  e.key = kSmall.key();
+  e.solver = "winograd_f2x3";
+  e.config = TuneConfig{{{"tiles", 32}}};
+  EXPECT_EQ(plan_from_entry(e).solver, find_conv_solver("winograd_f2x3"));
+  EXPECT_EQ(plan_from_entry(e).config, e.config);
+  e.solver = "renamed_solver";
+  try {
+    plan_from_entry(e);
+    FAIL() << "no throw";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("renamed_solver"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tunecnn
