@@ -3,7 +3,9 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
+#include <iomanip>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -14,9 +16,9 @@ namespace tunecnn {
 namespace {
 
 // The ISA extensions that matter to our kernels and to OpenBLAS's kernel choice.
-const std::vector<std::string> kInterestingFlags = {"sse4_2", "avx",      "avx2",     "fma",
-                                                   "f16c",   "avx512f",  "avx512bw", "avx512vl",
-                                                   "avx512_vnni", "amx_tile", "neon", "asimd"};
+const std::vector<std::string> kInterestingFlags = {
+    "sse4_2",   "avx",      "avx2",        "fma",      "f16c", "avx512f",
+    "avx512bw", "avx512vl", "avx512_vnni", "amx_tile", "neon", "asimd"};
 
 std::string cpuinfo_field(const std::string& field) {
   std::ifstream in("/proc/cpuinfo");
@@ -65,6 +67,38 @@ std::string CpuFingerprint::summary() const {
       << l2_bytes / 1024 << " KiB, L3 " << l3_bytes / 1024 << " KiB, ISA";
   for (const std::string& flag : isa) out << " " << flag;
   out << "; " << blas << "; tunecnn " << framework_version;
+  return out.str();
+}
+
+std::map<std::string, std::string> CpuFingerprint::fields() const {
+  std::string isa_joined;
+  for (const std::string& flag : isa) isa_joined += (isa_joined.empty() ? "" : " ") + flag;
+  return {{"model", model},
+          {"isa", isa_joined},
+          {"hardware_threads", std::to_string(hardware_threads)},
+          {"threads_used", std::to_string(threads_used)},
+          {"l2_bytes", std::to_string(l2_bytes)},
+          {"l3_bytes", std::to_string(l3_bytes)},
+          {"blas", blas},
+          {"framework_version", framework_version}};
+}
+
+std::string device_id(const std::map<std::string, std::string>& fields, std::string_view prefix) {
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a 64 offset basis
+  const auto mix = [&hash](std::string_view text) {
+    for (const unsigned char c : text) {
+      hash ^= c;
+      hash *= 1099511628211ull;  // FNV-1a 64 prime
+    }
+  };
+  for (const auto& [name, value] : fields) {  // std::map: already in key order
+    mix(name);
+    mix("=");
+    mix(value);
+    mix("\n");
+  }
+  std::ostringstream out;
+  out << prefix << "-" << std::hex << std::setw(16) << std::setfill('0') << hash;
   return out.str();
 }
 

@@ -2,23 +2,35 @@
 // What makes timings comparable between two machines: the CPU, its ISA extensions our kernels
 // use, the threads we run with, cache sizes, the BLAS, and our own version. Printed by the apps
 // and, later, the key of a device's section in the tuning cache.
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tunecnn {
 
 struct CpuFingerprint {
-  std::string model;                 // "/proc/cpuinfo model name"
-  std::vector<std::string> isa;      // of {sse4_2, avx, avx2, fma, avx512f, ...} those present
+  std::string model;             // "/proc/cpuinfo model name"
+  std::vector<std::string> isa;  // of {sse4_2, avx, avx2, fma, avx512f, ...} those present
   int hardware_threads = 0;
   int threads_used = 0;
   long l2_bytes = 0, l3_bytes = 0;
-  std::string blas;                  // OpenBLAS config string
+  std::string blas;  // OpenBLAS config string
   std::string framework_version;
 
   std::string summary() const;  // one line, for logs
+  // The fields as the tuning cache stores them: model, isa (space-joined), hardware_threads,
+  // threads_used, l2_bytes, l3_bytes, blas, framework_version.
+  std::map<std::string, std::string> fields() const;
 };
 
 CpuFingerprint cpu_fingerprint();
+
+// A short stable name for a device: prefix + "-" + 16 hex digits of FNV-1a 64 over the fields in
+// key order, each hashed as "name=value\n". Equal fields give equal ids on every machine and
+// build (no std::hash, whose value is unspecified); any changed field gives a new id, so timings
+// from a different setup are never mistaken for this one's.
+std::string device_id(const std::map<std::string, std::string>& fields,
+                      std::string_view prefix = "cpu");
 
 }  // namespace tunecnn
