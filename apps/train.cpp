@@ -1,8 +1,10 @@
 // train: teaches a model on a data set; with no arguments, LeNet on Fashion-MNIST.
 #include <iostream>
+#include <string>
 
 #include "apps/training/cli.h"
 #include "apps/training/trainer.h"
+#include "autotune/tuned_planner.h"
 #include "core/error.h"
 #include "models/registry.h"
 
@@ -35,6 +37,13 @@ tunecnn::CommandLine make_command_line() {
   cli.option("log", "", "CSV file with one row per epoch");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
+  cli.option("tune", "cached", "conv tuning: off (no timing: cached entries, else defaults), cached "
+                               "(profile what the cache lacks), full (profile everything); verify "
+                               "is not implemented yet");
+  cli.option("tune-cache", "", "tuning cache file (default: $TUNECNN_TUNE_CACHE, else "
+                               "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml)");
+  cli.option("max-workspace", "", "largest conv workspace a tuned candidate may use, in bytes "
+                                  "(default: unlimited)");
   return cli;
 }
 
@@ -60,6 +69,24 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.log_csv = cli.get("log");
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");
+  o.tune = cli.get("tune");
+  // An unknown or unimplemented policy fails before any data is loaded.
+  TUNECNN_CHECK(tunecnn::parse_tune_policy(o.tune) != tunecnn::TunePolicy::verify,
+                "--tune verify is not implemented yet; use off, cached or full");
+  o.tune_cache = cli.get("tune-cache");
+  if (cli.has("max-workspace")) {
+    const std::string text = cli.get("max-workspace");
+    std::size_t used = 0;
+    unsigned long long bytes = 0;
+    try {
+      bytes = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    TUNECNN_CHECK(used == text.size() && !text.empty() && text[0] != '-',
+                  "--max-workspace must be a number of bytes, got '", text, "'");
+    o.max_workspace = static_cast<std::size_t>(bytes);
+  }
   TUNECNN_CHECK(o.epochs > 0, "--epochs must be positive, got ", o.epochs);
   TUNECNN_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
   return o;

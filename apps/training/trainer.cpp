@@ -2,16 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <csignal>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include "apps/training/csv_log.h"
 #include "apps/training/data_sources.h"
 #include "apps/training/progress.h"
 #include "autotune/fingerprint.h"
+#include "autotune/tuned_planner.h"
 #include "core/checkpoint.h"
 #include "core/lr_schedule.h"
 #include "core/sgd.h"
@@ -61,6 +65,11 @@ class Run {
  public:
   Run(const TrainOptions& options, std::ostream& out)
       : o_(options), out_(out), rng_(options.seed), dropout_rng_(std::make_shared<Rng>(options.seed + 1)) {}
+  ~Run() {
+    if (previous_planner_) set_default_conv_planner(previous_planner_);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
   TrainResult execute();
 
  private:
@@ -76,8 +85,12 @@ class Run {
   int epoch_ = 0;               // 0-based epoch in progress
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
+  std::shared_ptr<TunedConvPlanner> tuner_;
+  std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
 
   void setup();
+  void install_tuner();
+  void prepare_plans();
   void resume();
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
@@ -90,6 +103,7 @@ void Run::setup() {
   data_ = load_data(o_.data, o_.data_dir);
   if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
   if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
+  install_tuner();  // before the model exists, so its conv layers take the tuned planner
   ModelOptions model_options{data_.train->example_shape(), data_.train->num_classes()};
   model_ = build_model(o_.model, model_options, rng_);
   sgd_ = std::make_unique<Sgd>(model_->parameters(),
@@ -104,6 +118,38 @@ void Run::setup() {
        << "optimizer: SGD lr " << o_.lr << " momentum " << o_.momentum << " weight decay "
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
+}
+
+void Run::install_tuner() {
+  if (o_.tune.empty()) return;
+  const TunePolicy policy = parse_tune_policy(o_.tune);
+  const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
+  ConvTunerOptions options;
+  options.max_workspace_bytes = o_.max_workspace;
+  tuner_ = std::make_shared<TunedConvPlanner>(
+      policy, o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache, options,
+      device_id(fields), fields);
+  previous_planner_ = default_conv_planner();
+  set_default_conv_planner(tuner_);
+}
+
+// Every batch size the run will use: full and last training batches, full and last test batches.
+void Run::prepare_plans() {
+  if (!tuner_) return;
+  const std::int64_t n_train = data_.train->size(), n_test = data_.test->size();
+  const std::int64_t bs = o_.batch_size;
+  std::set<std::int64_t> sizes = {std::min(bs, n_train), n_train % bs, std::min<std::int64_t>(kEvalBatch, n_test),
+                                  n_test % kEvalBatch};
+  sizes.erase(0);
+  NoGradGuard no_grad;
+  model_->eval();
+  for (std::int64_t size : sizes) {
+    Shape shape = data_.train->example_shape();
+    shape.insert(shape.begin(), size);
+    model_->forward(Variable(Tensor::zeros(shape)));
+  }
+  model_->train();
+  if (!o_.quiet) out_ << tuner_->summary() << "\n";
 }
 
 void Run::save(const std::string& why) {
@@ -226,6 +272,7 @@ EpochMetrics Run::evaluate_epoch() {
 TrainResult Run::execute() {
   setup();
   if (o_.resume) resume();
+  prepare_plans();
   std::unique_ptr<CsvLog> log;
   if (!o_.log_csv.empty()) log = std::make_unique<CsvLog>(o_.log_csv, o_.resume ? epoch_ : 0);
   Progress progress(out_, !o_.quiet, isatty(STDOUT_FILENO) && &out_ == &std::cout);
