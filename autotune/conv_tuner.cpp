@@ -7,14 +7,13 @@
 #include <cmath>
 #include <ctime>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 
-#include "core/init.h"
 #include "core/rng.h"
 #include "ops/conv/registry.h"
+#include "ops/conv/verify.h"
 #include "ops/layout/reference.h"
 
 namespace tunecnn {
@@ -59,72 +58,25 @@ bool shrink(ConvProblem& p, bool along_h) {
   return true;
 }
 
-ConvArgs random_args(const ConvProblem& p, Rng& rng) {
-  ConvArgs args;
-  args.src = Tensor::empty(p.src_shape(), p.dt);
-  args.wei = Tensor::empty(p.wei_shape(), p.dt);
-  args.diff_dst = Tensor::empty(p.dst_shape(), p.dt);
-  for (Tensor* t : {&args.src, &args.wei, &args.diff_dst}) uniform_fill(*t, -1.0, 1.0, rng);
-  // NaN outputs: an element a solver forgets to write shows up as a mismatch.
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  args.dst = Tensor::full(p.dst_shape(), nan, p.dt);
-  args.diff_src = Tensor::full(p.src_shape(), nan, p.dt);
-  args.diff_wei = Tensor::full(p.wei_shape(), nan, p.dt);
-  return args;
-}
-
-// Activations move to `layout`; weights stay OIHW in every layout.
-ConvArgs in_layout(const ConvArgs& nchw, Layout layout) {
-  ConvArgs args;
-  args.src = convert_layout_reference(nchw.src, layout);
-  args.dst = convert_layout_reference(nchw.dst, layout);
-  args.diff_src = convert_layout_reference(nchw.diff_src, layout);
-  args.diff_dst = convert_layout_reference(nchw.diff_dst, layout);
-  args.wei = nchw.wei.clone();
-  args.diff_wei = nchw.diff_wei.clone();
-  return args;
-}
-
-const Tensor& output_of(const ConvArgs& args, Direction dir) {
-  if (dir == Direction::fwd) return args.dst;
-  return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
-}
-
-// Max |got - want| <= tol * max |want| (rounding grows with the sums); empty when it holds.
-std::string mismatch(const Tensor& got, const Tensor& want, double tol) {
-  return dispatch_dtype(want.dtype(), [&]<class T>() -> std::string {
-    const T* g = got.data<T>();
-    const T* w = want.data<T>();
-    double scale = 0;
-    for (std::int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(w[i])));
-    const double bound = tol * std::max(scale, 1e-30);
-    for (std::int64_t i = 0; i < want.numel(); ++i)
-      if (!(std::abs(double(g[i]) - double(w[i])) <= bound))
-        return "element " + std::to_string(i) + ": got " + std::to_string(double(g[i])) +
-               ", want " + std::to_string(double(w[i]));
-    return "";
-  });
-}
-
 // Checks candidates against the reference output, computed once per problem.
 class Verifier {
  public:
   Verifier(const ConvProblem& problem, std::uint64_t seed) : problem_(problem) {
     Rng rng(seed);
-    args_ = random_args(problem_, rng);
-    ConvArgs ref = in_layout(args_, Layout::NCHW);
+    args_ = random_conv_args(problem_, rng);
+    ConvArgs ref = conv_args_in_layout(args_, Layout::NCHW);
     run_conv({&direct_conv_solver(), {}}, problem_, ref);
-    reference_ = output_of(ref, problem_.dir);
+    reference_ = conv_output(ref, problem_.dir);
   }
   const ConvProblem& problem() const { return problem_; }
 
   // Empty when the candidate agrees with the reference; otherwise what went wrong.
   std::string check(const ConvSolver& solver, const TuneConfig& config, Layout layout) const {
     try {
-      ConvArgs args = in_layout(args_, layout);
+      ConvArgs args = conv_args_in_layout(args_, layout);
       run_conv({&solver, config}, problem_, args);
-      const Tensor got = convert_layout_reference(output_of(args, problem_.dir), Layout::NCHW);
-      return mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-4 : 1e-10);
+      const Tensor got = convert_layout_reference(conv_output(args, problem_.dir), Layout::NCHW);
+      return relative_mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-4 : 1e-10);
     } catch (const Error& e) {
       return std::string("it threw: ") + e.what();
     }
@@ -262,7 +214,8 @@ Timing Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& c
                     std::size_t workspace_bytes) {
   auto it = timing_args_.find(layout);
   if (it == timing_args_.end())
-    it = timing_args_.emplace(layout, in_layout(random_args(problem_, rng_), layout)).first;
+    it = timing_args_.emplace(layout, conv_args_in_layout(random_conv_args(problem_, rng_), layout))
+             .first;
   const ConvArgs& args = it->second;
   Storage storage(workspace_bytes, Device::cpu);
   const Workspace ws{workspace_bytes ? storage.data() : nullptr, workspace_bytes};

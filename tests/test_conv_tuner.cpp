@@ -12,7 +12,6 @@ namespace tunecnn {
 namespace {
 
 using testing::close_relative;
-using testing::conv_output;
 using testing::kAllDirections;
 using testing::make_conv_args;
 using testing::run_in_layout;

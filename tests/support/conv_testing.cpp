@@ -1,12 +1,10 @@
 #include "tests/support/conv_testing.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "models/conv_layers.h"
+#include "ops/conv/verify.h"
 #include "ops/layout/reference.h"
-#include "tests/support/test_data.h"
 
 namespace tunecnn::testing {
 namespace {
@@ -109,53 +107,20 @@ const std::vector<ConvShape>& model_layer_shapes() {
 
 ConvArgs make_conv_args(const ConvProblem& p, std::uint64_t seed) {
   Rng rng(seed);
-  ConvArgs args;
-  args.src = random_tensor(p.src_shape(), rng, p.dt);
-  args.wei = random_tensor(p.wei_shape(), rng, p.dt);
-  args.diff_dst = random_tensor(p.dst_shape(), rng, p.dt);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  args.dst = Tensor::full(p.dst_shape(), nan, p.dt);
-  args.diff_src = Tensor::full(p.src_shape(), nan, p.dt);
-  args.diff_wei = Tensor::full(p.wei_shape(), nan, p.dt);
-  return args;
-}
-
-const Tensor& conv_output(const ConvArgs& args, Direction dir) {
-  if (dir == Direction::fwd) return args.dst;
-  return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
+  return random_conv_args(p, rng);
 }
 
 Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs& nchw,
                      Layout layout) {
-  ConvArgs args;
-  args.src = convert_layout_reference(nchw.src, layout);
-  args.dst = convert_layout_reference(nchw.dst, layout);
-  args.diff_src = convert_layout_reference(nchw.diff_src, layout);
-  args.diff_dst = convert_layout_reference(nchw.diff_dst, layout);
-  args.wei = nchw.wei.clone();
-  args.diff_wei = nchw.diff_wei.clone();
+  ConvArgs args = conv_args_in_layout(nchw, layout);
   run_conv(plan, p, args);
   return convert_layout_reference(conv_output(args, p.dir), Layout::NCHW);
 }
 
 ::testing::AssertionResult close_relative(const Tensor& got, const Tensor& want, double tol) {
-  if (got.shape() != want.shape() || got.dtype() != want.dtype())
-    return ::testing::AssertionFailure()
-           << "got " << got.describe() << ", want " << want.describe();
-  return dispatch_dtype(got.dtype(), [&]<class T>() -> ::testing::AssertionResult {
-    const T* g = got.data<T>();
-    const T* w = want.data<T>();
-    double scale = 0;
-    for (std::int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(w[i])));
-    const double bound = tol * std::max(scale, 1e-30);
-    for (std::int64_t i = 0; i < want.numel(); ++i) {
-      const double diff = std::abs(double(g[i]) - double(w[i]));
-      if (!(diff <= bound))
-        return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want "
-                                             << w[i] << " (bound " << bound << ")";
-    }
-    return ::testing::AssertionSuccess();
-  });
+  const std::string why = relative_mismatch(got, want, tol);
+  if (why.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << why;
 }
 
 }  // namespace tunecnn::testing

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/conv/plan.h"
+#include "ops/conv/verify.h"
 
 namespace tunecnn::testing {
 
@@ -19,7 +20,9 @@ struct ConvShape {
     return p;
   }
 };
-inline void PrintTo(const ConvShape& shape, std::ostream* os) { *os << shape.name; }
+inline void PrintTo(const ConvShape& shape, std::ostream* os) {
+  *os << shape.name;
+}
 
 // Hand-written edge cases: batch 1, odd and non-square sizes, padding beyond the kernel
 // radius, strides, 1x1 kernels, groups and depthwise.
@@ -37,7 +40,6 @@ inline constexpr Direction kAllDirections[] = {Direction::fwd, Direction::bwd_da
 // Random inputs, NaN-filled outputs (so an element a solver forgets to write shows up), all
 // NCHW.
 ConvArgs make_conv_args(const ConvProblem& p, std::uint64_t seed);
-const Tensor& conv_output(const ConvArgs& args, Direction dir);
 // Converts args to `layout`, runs the plan and returns the output converted back to NCHW.
 Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs& nchw_args,
                      Layout layout);
