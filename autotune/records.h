@@ -40,10 +40,13 @@ struct TuningEntry {
   bool operator==(const TuningEntry&) const = default;
 };
 
-// Device constants measured once by calibration; absent until measured.
+// Device constants measured once by calibration (autotune/calibration.h); absent until measured.
 struct DeviceThresholds {
   std::optional<int> mec_t;   // MEC's T
   std::optional<int> ct, nt;  // Li et al.'s layout thresholds
+  // Measured layout-transform bandwidth in GB/s (bytes read + written per second), keyed
+  // "FROM>TO", e.g. "NCHW>CHWN"; what the layout planner charges for a transform.
+  std::map<std::string, double> transform_gbps;
   bool operator==(const DeviceThresholds&) const = default;
 };
 

@@ -2,6 +2,8 @@
 
 namespace tunecnn {
 
+std::vector<Layout> Module::input_layouts(const Shape&) const { return {Layout::NCHW}; }
+
 std::vector<NamedVariable> Module::parameters() const {
   std::vector<NamedVariable> all = parameters_;
   for (const auto& [prefix, child] : children_)

@@ -18,6 +18,10 @@ class Module {
   virtual ~Module() = default;
   virtual Variable forward(const Variable& input) = 0;
   virtual std::string describe() const = 0;  // "Conv2d(1->16, 5x5, pad 2)"
+  // The memory orders this module takes a 4-D input of `input` shape in without converting it;
+  // its output keeps the input's layout. Given another layout, a module converts its input first.
+  // The layout planner reads this; conv layers are planned separately. Default: NCHW only.
+  virtual std::vector<Layout> input_layouts(const Shape& input) const;
   Variable operator()(const Variable& input) { return forward(input); }
 
   std::vector<NamedVariable> parameters() const;  // this module's and its children's

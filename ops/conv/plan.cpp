@@ -18,7 +18,7 @@ bool runs_in(const ConvSolver& solver, const ConvProblem& problem, Layout layout
 ConvPlan first_applicable(const ConvProblem& problem, Layout layout) {
   for (const ConvSolver* solver : cpu_conv_solvers())
     if (runs_in(*solver, problem, layout) && solver->applicable(problem, nullptr))
-      return {solver, solver->configs(problem).front()};
+      return {solver, solver->configs(problem).front(), layout};
   TUNECNN_FAIL("no conv solver is applicable to ", problem.key(), " in ", to_string(layout));
 }
 }  // namespace
@@ -30,6 +30,19 @@ const ConvPlan& ConvLayerPlan::for_direction(Direction dir) const {
     case Direction::bwd_weights: return bwd_weights;
   }
   return fwd;
+}
+
+void ConvLayerPlan::validate(const ConvProblem& fwd_problem) const {
+  for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    const ConvPlan& p = for_direction(dir);
+    const ConvProblem problem = fwd_problem.with_dir(dir);
+    TUNECNN_CHECK(p.solver != nullptr, "conv plan without a ", to_string(dir), " solver for ",
+                  problem.key());
+    TUNECNN_CHECK(p.layout == layout(), "conv plan for ", fwd_problem.key(), " mixes layouts: fwd ",
+                  to_string(layout()), ", ", to_string(dir), " ", to_string(p.layout));
+    TUNECNN_CHECK(runs_in(*p.solver, problem, p.layout), "solver ", p.solver->name(),
+                  " does not run in ", to_string(p.layout), " (", problem.key(), ")");
+  }
 }
 
 ConvLayerPlan FirstApplicablePlanner::plan(const ConvProblem& fwd_problem) {

@@ -1,6 +1,7 @@
 #pragma once
-// How one conv layer runs: a solver and config per direction. The autotuner fills plans; until it
-// has, the first applicable solver in registry order is used.
+// How one conv layer runs: a solver, config and layout per direction. The autotuner fills plans;
+// until it has, the first applicable NCHW solver in registry order is used. All three directions
+// of a layer share one layout, since they share the layer's activations and gradients.
 #include <memory>
 
 #include "ops/conv/solver.h"
@@ -10,11 +11,15 @@ namespace tunecnn {
 struct ConvPlan {
   const ConvSolver* solver = nullptr;
   TuneConfig config;
+  Layout layout = Layout::NCHW;  // of src, dst and their gradients
 };
 
 struct ConvLayerPlan {
   ConvPlan fwd, bwd_data, bwd_weights;
   const ConvPlan& for_direction(Direction dir) const;
+  Layout layout() const { return fwd.layout; }
+  // Throws Error unless every direction has a solver, and all run in one layout that they accept.
+  void validate(const ConvProblem& fwd_problem) const;
 };
 
 class ConvPlanner {

@@ -1,0 +1,56 @@
+#pragma once
+// Device calibration: the constants that let `--tune off` decide any conv layer, including shapes
+// never profiled, without timing anything. Measured once per device (`autotune calibrate`, or the
+// first tuned run that needs them) and kept in the tuning cache beside the device's entries.
+//
+//   mec_t          MEC's T (PAPERS.md section 1): Solution A when ow <= T. Found by a sweep of ow
+//                  on a fixed channel/kernel geometry, timing MEC with T below and above ow.
+//   ct, nt         Li et al.'s layout thresholds (PAPERS.md section 2, their Fig. 4): a sweep over
+//                  C at small N and over N at large C, timing the best CHWN solver against the best
+//                  NCHW one. Rule: C < Ct -> CHWN; else N >= Nt -> CHWN; else NCHW.
+//   transform_gbps the bandwidth of each layout transform pair (ops/layout/transform.h).
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "autotune/conv_tuner.h"
+#include "autotune/records.h"
+#include "ops/conv/plan.h"
+
+namespace tunecnn {
+
+struct CalibrationOptions {
+  // Timing policy: warmup, min/max repeats, max_seconds, settle and clock are used; the rest is
+  // ignored. Calibration must stay under a minute on a 2-core machine with the defaults.
+  ConvTunerOptions timing;
+  std::function<void(const std::string&)> progress;  // one line per measured sweep point
+};
+
+// Measures every threshold of this device.
+DeviceThresholds calibrate_device(const CalibrationOptions& options);
+
+// Only the transform bandwidths (well under a second); the layout planner calls this when a
+// device has none yet.
+std::map<std::string, double> calibrate_transforms(const CalibrationOptions& options);
+
+// "NCHW>CHWN": the key of transform_gbps.
+std::string transform_key(Layout from, Layout to);
+
+// Estimated milliseconds for one transform of `bytes` bytes; nullopt when the pair is not
+// calibrated. Zero when from == to.
+std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout from, Layout to,
+                                   std::size_t bytes);
+
+// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent.
+Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds);
+
+// The `off` policy's plan for one layer, from the thresholds alone (times nothing): the layout
+// from threshold_layout; in NCHW, Winograd where it applies, else im2col+GEMM, else MEC (with
+// T = mec_t, so the layer runs NHWC) when the budget rules im2col out; in CHWN, direct_chwn.
+// Each direction falls back to the next applicable solver within `max_workspace_bytes`; every
+// direction shares the layout.
+ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
+                             std::size_t max_workspace_bytes);
+
+}  // namespace tunecnn

@@ -1,0 +1,45 @@
+#pragma once
+// Layout planning for a whole network (Li et al., PAPERS.md section 2). The network is a chain of
+// layers; each layer runs in one of the layouts it accepts, at a measured cost per layout, and
+// wherever two consecutive layers disagree a transform is paid on the activation between them
+// (forward) and on its gradient (backward). An exact dynamic programme over (layer, layout)
+// finds the cheapest assignment in O(layers x layouts^2).
+#include <array>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "core/types.h"
+
+namespace tunecnn {
+
+inline constexpr int kLayoutCount = 3;  // NCHW, CHWN, NHWC: the values of Layout, in order
+inline constexpr double kCannotRun = std::numeric_limits<double>::infinity();
+
+struct LayoutNode {
+  Shape input;  // the logical shape of the layer's input activation
+  // Milliseconds per step in each layout (indexed by Layout); kCannotRun where it cannot run.
+  std::array<double, kLayoutCount> cost_ms{kCannotRun, kCannotRun, kCannotRun};
+};
+
+// Milliseconds to change an activation of this shape from one layout to another, forward and
+// backward together; called with from != to only.
+using TransformCost = std::function<double(const Shape& shape, Layout from, Layout to)>;
+
+struct LayoutAssignment {
+  std::vector<Layout> layouts;  // one per node
+  double total_ms = kCannotRun;  // node costs plus transforms
+};
+
+// The cheapest assignment, the network input arriving in `input_layout`. Among equal totals the
+// one with the earliest NCHW (then CHWN) choices wins, so plans are stable. Throws Error when some
+// node can run in no layout.
+LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
+                              Layout input_layout = Layout::NCHW);
+
+// Every assignment tried: the check for plan_layouts on small chains.
+LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
+                                          const TransformCost& transform,
+                                          Layout input_layout = Layout::NCHW);
+
+}  // namespace tunecnn
