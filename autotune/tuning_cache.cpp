@@ -132,10 +132,16 @@ void emit_entry(YAML::Emitter& out, const TuningEntry& e) {
 }
 
 void emit_thresholds(YAML::Emitter& out, const DeviceThresholds& t) {
-  begin_map(out, !t.mec_t && !t.ct && !t.nt);
+  begin_map(out, !t.mec_t && !t.ct && !t.nt && t.transform_gbps.empty());
   if (t.mec_t) out << YAML::Key << "mec_t" << YAML::Value << *t.mec_t;
   if (t.ct) out << YAML::Key << "ct" << YAML::Value << *t.ct;
   if (t.nt) out << YAML::Key << "nt" << YAML::Value << *t.nt;
+  if (!t.transform_gbps.empty()) {
+    out << YAML::Key << "transform_gbps" << YAML::Value << YAML::BeginMap;
+    for (const auto& [pair, gbps] : t.transform_gbps)
+      out << YAML::Key << pair << YAML::Value << format_double(gbps);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 
@@ -257,13 +263,57 @@ TuningEntry parse_entry(const YAML::Node& node, const SolverFilter& known) {
   return e;
 }
 
-DeviceThresholds parse_thresholds(const YAML::Node& node) {
+// "FROM>TO" with two different layouts, spelled as to_string spells them (parse_layout is exact).
+void check_transform_pair(const std::string& pair) {
+  const auto arrow = pair.find('>');
+  bool known = false;
+  if (arrow != std::string::npos) {
+    try {
+      known = parse_layout(pair.substr(0, arrow)) != parse_layout(pair.substr(arrow + 1));
+    } catch (const Error&) {
+    }
+  }
+  if (!known) TUNECNN_FAIL("unknown layout pair '", pair, "' (expected e.g. NCHW>CHWN)");
+}
+
+double parse_gbps(const YAML::Node& node) {
+  const auto gbps = scalar_as<double>(node, "transform_gbps value");
+  if (!std::isfinite(gbps) || gbps < 0)
+    TUNECNN_FAIL("bad bandwidth '", node.Scalar(), "' (needs a finite number >= 0)");
+  return gbps;
+}
+
+// Each bad pair is dropped with a warning; the rest of the device stays usable, since a missing
+// bandwidth only means the planner calibrates it again.
+std::map<std::string, double> parse_transform_gbps(const YAML::Node& node, const std::string& where,
+                                                   std::vector<std::string>& warnings) {
+  std::map<std::string, double> out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsMap()) {
+    warnings.push_back(where + ": skipped 'transform_gbps': not a map");
+    return out;
+  }
+  for (const auto& item : node) {
+    const std::string pair = item.first.IsScalar() ? item.first.Scalar() : "?";
+    try {
+      check_transform_pair(pair);
+      out[pair] = parse_gbps(item.second);
+    } catch (const std::exception& e) {
+      warnings.push_back(where + ": skipped transform_gbps '" + pair + "': " + user_message(e));
+    }
+  }
+  return out;
+}
+
+DeviceThresholds parse_thresholds(const YAML::Node& node, const std::string& where,
+                                  std::vector<std::string>& warnings) {
   DeviceThresholds t;
   if (!node || node.IsNull()) return t;
   require_map(node, "thresholds");
   if (node["mec_t"]) t.mec_t = scalar<int>(node, "mec_t");
   if (node["ct"]) t.ct = scalar<int>(node, "ct");
   if (node["nt"]) t.nt = scalar<int>(node, "nt");
+  t.transform_gbps = parse_transform_gbps(node["transform_gbps"], where, warnings);
   return t;
 }
 
@@ -303,8 +353,9 @@ DeviceRecord parse_device(const YAML::Node& node, const std::string& source,
   for (const auto& item : fingerprint)
     device.fingerprint[scalar_as<std::string>(item.first, "fingerprint field")] =
         scalar_as<std::string>(item.second, "fingerprint value");
-  device.thresholds = parse_thresholds(node["thresholds"]);
-  parse_entries(node["entries"], device, source + ", device " + device.id, warnings, known);
+  const std::string where = source + ", device " + device.id;
+  device.thresholds = parse_thresholds(node["thresholds"], where, warnings);
+  parse_entries(node["entries"], device, where, warnings, known);
   return device;
 }
 
@@ -540,6 +591,9 @@ TuningCache merge(const TuningCache& a, const TuningCache& b) {
     merged.thresholds.mec_t = first_known(merged.thresholds.mec_t, theirs.thresholds.mec_t);
     merged.thresholds.ct = first_known(merged.thresholds.ct, theirs.thresholds.ct);
     merged.thresholds.nt = first_known(merged.thresholds.nt, theirs.thresholds.nt);
+    // std::map::insert keeps a's bandwidth for every pair a has.
+    merged.thresholds.transform_gbps.insert(theirs.thresholds.transform_gbps.begin(),
+                                            theirs.thresholds.transform_gbps.end());
     for (const auto& [key, entry] : theirs.entries) {
       const auto existing = merged.entries.find(key);
       if (existing == merged.entries.end() || better_measured(entry, existing->second))

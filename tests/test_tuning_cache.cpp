@@ -118,6 +118,70 @@ TEST(TuningCache, YamlRoundTrip) {
   EXPECT_EQ(back, cache);
 }
 
+TEST(TuningCache, TransformBandwidthsRoundTrip) {
+  TuningCache cache = sample_cache();
+  DeviceThresholds t = cache.thresholds("cpu-0000000000000001");
+  t.transform_gbps = {{"NCHW>CHWN", 3.2}, {"NHWC>NCHW", 0.1 + 0.2}, {"CHWN>NHWC", 0}};
+  cache.set_thresholds("cpu-0000000000000001", kFingerprint, t);
+  const std::string text = cache.to_yaml();
+  EXPECT_NE(text.find("      transform_gbps:\n        CHWN>NHWC: 0\n        NCHW>CHWN: 3.2\n"),
+            std::string::npos)
+      << text;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(parse_tuning_cache(text, "memory", warnings), cache);  // 0.1 + 0.2 exactly
+  EXPECT_TRUE(warnings.empty());
+}
+
+// A bad bandwidth drops that pair with a warning naming the file; the device, its other pairs,
+// its thresholds and its entries stay.
+TEST(TuningCache, BadTransformBandwidthsSkippedRestKept) {
+  TuningCache cache = sample_cache();
+  DeviceThresholds t = cache.thresholds("cpu-0000000000000001");
+  t.transform_gbps = {{"NCHW>CHWN", 3.5}};
+  cache.set_thresholds("cpu-0000000000000001", kFingerprint, t);
+  std::string text = cache.to_yaml();
+  const std::string good = "        NCHW>CHWN: 3.5\n";
+  const std::size_t at = text.find(good);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.insert(at + good.size(),
+              "        NCHW>NCHW: 1\n        NCHW>HWCN: 1\n        nchw>chwn: 1\n"
+              "        CHWN>NCHW: -1\n        NHWC>NCHW: .nan\n        NHWC>CHWN: .inf\n"
+              "        CHWN>NHWC: fast\n        NCHW>NHWC: [1, 2]\n");
+  TempDir dir;
+  const fs::path path = dir.path() / "tuning.yaml";
+  write_bytes(path, text);
+  const LoadedTuningCache loaded = load_tuning_cache(path);
+  EXPECT_EQ(loaded.warnings.size(), 8u);
+  for (const std::string& w : loaded.warnings) {
+    EXPECT_NE(w.find(path.string()), std::string::npos) << w;
+    EXPECT_NE(w.find("transform_gbps"), std::string::npos) << w;
+  }
+  for (const char* bad : {"NCHW>NCHW", "HWCN", "nchw>chwn", "'-1'", ".nan", ".inf", "fast"})
+    EXPECT_TRUE(mentions(loaded.warnings, bad)) << bad;
+  EXPECT_EQ(loaded.cache, cache);
+
+  text.replace(text.find("      transform_gbps:\n"), std::string("      transform_gbps:\n").size(),
+               "      transform_gbps: 12\n      unused:\n");
+  std::vector<std::string> warnings;
+  const TuningCache not_a_map = parse_tuning_cache(text, "memory", warnings);
+  EXPECT_TRUE(mentions(warnings, "memory, device cpu-0000000000000001: skipped 'transform_gbps'"));
+  EXPECT_TRUE(not_a_map.thresholds("cpu-0000000000000001").transform_gbps.empty());
+  EXPECT_EQ(not_a_map.thresholds("cpu-0000000000000001").mec_t, 8);
+}
+
+TEST(TuningCache, MergeTakesEachTransformPairFromAFirst) {
+  TuningCache a, b;
+  DeviceThresholds ta, tb;
+  ta.transform_gbps = {{"NCHW>CHWN", 1}, {"CHWN>NCHW", 2}};
+  tb.transform_gbps = {{"NCHW>CHWN", 10}, {"NHWC>NCHW", 30}};
+  a.set_thresholds("cpu-1", kFingerprint, ta);
+  b.set_thresholds("cpu-1", kFingerprint, tb);
+  const std::map<std::string, double> want = {
+      {"NCHW>CHWN", 1}, {"CHWN>NCHW", 2}, {"NHWC>NCHW", 30}};
+  EXPECT_EQ(merge(a, b).thresholds("cpu-1").transform_gbps, want);
+  EXPECT_EQ(merge(b, a).thresholds("cpu-1").transform_gbps.at("NCHW>CHWN"), 10);
+}
+
 TEST(TuningCache, AwkwardStringsRoundTrip) {
   TuningCache cache;
   TuningEntry e = make_entry("key: with \"quotes\", #hash and 'colons'");
