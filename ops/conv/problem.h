@@ -5,6 +5,7 @@
 // reduces its gradient (ops/conv/bias.h), so every solver stays a pure convolution.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/tensor.h"
 
@@ -34,5 +35,10 @@ struct ConvProblem {
   void validate() const;  // throws Error naming the key and the bad field
   bool operator==(const ConvProblem&) const = default;
 };
+
+// The inverse of ConvProblem::key(): "conv DIR" then the twelve size fields (any order, each
+// once) and an optional dtype ("f64"; "f32" is the default). Throws Error naming the text and
+// what is wrong, or when the problem fails validate().
+ConvProblem parse_conv_key(std::string_view key);
 
 }  // namespace tunecnn
