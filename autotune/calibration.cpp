@@ -1,0 +1,356 @@
+#include "autotune/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/init.h"
+#include "core/rng.h"
+#include "ops/conv/mec.h"
+#include "ops/conv/registry.h"
+#include "ops/conv/verify.h"
+#include "ops/layout/transform.h"
+
+namespace tunecnn {
+namespace {
+
+// Sweeps. Spatial sizes stay small so each point costs milliseconds and the whole calibration
+// stays well under a minute on two cores; the thresholds are about channels and batch, not size.
+constexpr int kMecSweepOw[] = {7, 14, 28, 56, 112};
+constexpr int kMecBatch = 8, kMecChannels = 32;
+constexpr int kLayoutSweepC[] = {1, 3, 8, 16, 32, 64, 128};
+constexpr int kLayoutSweepN[] = {1, 4, 8, 16, 32, 64, 128};
+constexpr int kCSweepBatch = 8, kCSweepSize = 14;
+constexpr int kNSweepSize = 8;  // N reaches 128 at 64-128 channels: keep the images small
+// The N sweep runs at C = Ct clamped to [this, the largest swept C]: a C the rule sends to the
+// N test, and large, as in Li et al.
+constexpr int kNSweepMinChannels = 64;
+constexpr int kMinOutputChannels = 16;  // C = 1 with one output channel is no real layer
+// "Never" for Ct and Nt: twice the largest swept value, so the rule gives what was measured for
+// every swept value (C < Ct always, N >= Nt never) while staying a plain int in the cache.
+constexpr int kNeverC = 2 * kLayoutSweepC[std::size(kLayoutSweepC) - 1];
+constexpr int kNeverN = 2 * kLayoutSweepN[std::size(kLayoutSweepN) - 1];
+// About 8 MiB of f32 with sizes that are no multiple of a tile, as real activations are not.
+const Shape kTransformShape = {16, 33, 62, 62};
+
+constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+
+// ---- timing --------------------------------------------------------------------------------
+
+double steady_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The last call moved the median by less than `settle` (relative).
+bool settled(const std::vector<double>& times, const ConvTunerOptions& o) {
+  if (static_cast<int>(times.size()) < std::max(o.min_repeats, 2)) return false;
+  const double now = median_of(times);
+  const double before = median_of(std::vector<double>(times.begin(), times.end() - 1));
+  return std::abs(now - before) <= o.settle * now;
+}
+
+// The conv tuner's policy: warm-up (cut short by one call over the cap), then timed calls until
+// the median settles, the cap is spent or max_repeats is reached; at least one timed call.
+double median_seconds(const std::function<void()>& call, const ConvTunerOptions& o) {
+  const std::function<double()> clock = o.clock ? o.clock : steady_seconds;
+  for (int i = 0; i < o.warmup; ++i) {
+    const double start = clock();
+    call();
+    if (clock() - start > o.max_seconds) break;
+  }
+  std::vector<double> times;
+  double spent = 0;
+  do {
+    const double start = clock();
+    call();
+    times.push_back(clock() - start);
+    spent += times.back();
+  } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
+           !settled(times, o));
+  return median_of(times);
+}
+
+// Seconds of `a` and of `b`, each the least of kRounds medians taken in turn (a, b, a, b, ...):
+// the machine may be shared, and a burst of load slows one round of one side, not every round.
+constexpr int kRounds = 3;
+std::pair<double, double> compare_seconds(const std::function<double()>& a,
+                                          const std::function<double()>& b) {
+  double best_a = a(), best_b = b();
+  for (int round = 1; round < kRounds; ++round) {
+    best_a = std::min(best_a, a());
+    best_b = std::min(best_b, b());
+  }
+  return {best_a, best_b};
+}
+
+void report(const CalibrationOptions& options, const std::string& line) {
+  if (options.progress) options.progress(line);
+}
+
+std::string ms_text(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f ms", seconds * 1e3);
+  return buffer;
+}
+
+// ---- conv timing ---------------------------------------------------------------------------
+
+// One problem's arguments in one layout, allocated once and shared by every solver timed on it.
+class ConvBench {
+ public:
+  ConvBench(const ConvProblem& fwd, Layout layout) : fwd_(fwd) {
+    Rng rng(1);
+    args_ = conv_args_in_layout(random_conv_args(fwd, rng), layout);
+  }
+
+  // Median seconds of one direction; run_conv's check, since the sweeps pick solvers by hand.
+  double time(const ConvSolver& solver, const TuneConfig& config, Direction dir,
+              const ConvTunerOptions& timing) const {
+    const ConvProblem p = fwd_.with_dir(dir);
+    std::string why;
+    TUNECNN_CHECK(solver.applicable(p, &why), "calibration: ", solver.name(), " cannot run ",
+                  p.key(), ": ", why);
+    const std::size_t bytes = solver.workspace_bytes(p, config);
+    Storage storage(bytes, Device::cpu);
+    const Workspace ws{bytes ? storage.data() : nullptr, bytes};
+    return median_seconds([&] { solver.run(p, config, args_, ws); }, timing);
+  }
+
+ private:
+  ConvProblem fwd_;
+  ConvArgs args_;
+};
+
+const ConvSolver& solver_named(std::string_view name) {
+  const ConvSolver* solver = find_conv_solver(name);
+  TUNECNN_CHECK(solver != nullptr, "calibration needs conv solver '", name, "'");
+  return *solver;
+}
+
+ConvProblem three_by_three(int mb, int channels, int out_channels, int size) {
+  ConvProblem p;
+  p.mb = mb;
+  p.ic = channels;
+  p.oc = out_channels;
+  p.ih = p.iw = size;
+  p.kh = p.kw = 3;
+  p.ph = p.pw = 1;
+  return p;
+}
+
+// ---- MEC's T -------------------------------------------------------------------------------
+
+// Solution A (T = ow) against Solution B (T = 0) forward, the chunk left at MEC's own fallback
+// (the whole batch, the paper's Algorithm 2) so that only the choice of solution differs.
+bool mec_solution_a_wins(int ow, const CalibrationOptions& options) {
+  const ConvProblem p = three_by_three(kMecBatch, kMecChannels, kMecChannels, ow);
+  const ConvSolver& mec = solver_named("mec");
+  const TuneConfig a{{{"T", ow}}}, b{{{"T", 0}}};
+  TUNECNN_CHECK(mec_uses_solution_a(p, a) && !mec_uses_solution_a(p, b),
+                "calibration's MEC sweep does not separate the two solutions at ow ", ow);
+  const ConvBench bench(p, Layout::NHWC);
+  const auto [a_s, b_s] =
+      compare_seconds([&] { return bench.time(mec, a, Direction::fwd, options.timing); },
+                      [&] { return bench.time(mec, b, Direction::fwd, options.timing); });
+  report(options, "calibrate mec_t: ow " + std::to_string(ow) + ": solution A " + ms_text(a_s) +
+                      ", B " + ms_text(b_s));
+  return a_s <= b_s;
+}
+
+// The largest swept ow where A is not slower; 0 (always B) when A never wins.
+int calibrate_mec_t(const CalibrationOptions& options) {
+  int t = 0;
+  for (int ow : kMecSweepOw)
+    if (mec_solution_a_wins(ow, options)) t = ow;
+  return t;
+}
+
+// ---- Li et al.'s layout thresholds ---------------------------------------------------------
+
+// fwd + bwd_data + bwd_weights with direct_chwn.
+double chwn_seconds(const ConvBench& bench, const CalibrationOptions& options) {
+  const ConvSolver& chwn = solver_named("direct_chwn");
+  double total = 0;
+  for (Direction dir : kDirections) total += bench.time(chwn, {}, dir, options.timing);
+  return total;
+}
+
+// fwd + bwd_data + bwd_weights, each direction the faster of im2col+GEMM (default config) and
+// Winograd where it applies: the best an untuned NCHW layer would run.
+double nchw_seconds(const ConvProblem& p, const ConvBench& bench,
+                    const CalibrationOptions& options) {
+  const ConvSolver& im2col = solver_named("im2col_gemm");
+  const ConvSolver& winograd = solver_named("winograd_f2x3");
+  double total = 0;
+  for (Direction dir : kDirections) {
+    const ConvProblem pd = p.with_dir(dir);
+    double best = bench.time(im2col, im2col.configs(pd).front(), dir, options.timing);
+    if (winograd.applicable(pd, nullptr))
+      best =
+          std::min(best, bench.time(winograd, winograd.configs(pd).front(), dir, options.timing));
+    total += best;
+  }
+  return total;
+}
+
+bool chwn_wins(const ConvProblem& p, const CalibrationOptions& options) {
+  const ConvBench in_chwn(p, Layout::CHWN), in_nchw(p, Layout::NCHW);
+  const auto [chwn, nchw] = compare_seconds([&] { return chwn_seconds(in_chwn, options); },
+                                            [&] { return nchw_seconds(p, in_nchw, options); });
+  report(options, "calibrate layout: N " + std::to_string(p.mb) + " C " + std::to_string(p.ic) +
+                      ": CHWN " + ms_text(chwn) + ", NCHW " + ms_text(nchw));
+  return chwn < nchw;
+}
+
+// Ct: the smallest swept C where NCHW wins at a small batch. The sweep stops there, since later
+// points cannot change a "smallest".
+int calibrate_ct(const CalibrationOptions& options) {
+  for (int c : kLayoutSweepC) {
+    const ConvProblem p =
+        three_by_three(kCSweepBatch, c, std::max(c, kMinOutputChannels), kCSweepSize);
+    if (!chwn_wins(p, options)) return c;
+  }
+  return kNeverC;
+}
+
+// Nt: the smallest swept N where CHWN wins at a C the rule sends to the N test (C >= Ct).
+int calibrate_nt(int ct, const CalibrationOptions& options) {
+  const int c = std::clamp(ct, kNSweepMinChannels, kLayoutSweepC[std::size(kLayoutSweepC) - 1]);
+  for (int n : kLayoutSweepN)
+    if (chwn_wins(three_by_three(n, c, c, kNSweepSize), options)) return n;
+  return kNeverN;
+}
+
+// ---- transforms ----------------------------------------------------------------------------
+
+double transform_gbps_of(Layout from, Layout to, const CalibrationOptions& options) {
+  Rng rng(1);
+  Tensor src = Tensor::empty(kTransformShape, DType::f32, Device::cpu, from);
+  uniform_fill(src, -1.0, 1.0, rng);
+  Tensor dst = Tensor::empty(kTransformShape, DType::f32, Device::cpu, to);
+  const double seconds = median_seconds([&] { convert_layout_into(src, dst); }, options.timing);
+  // A clock too coarse for one transform must not give an infinite bandwidth.
+  const double gbps = 2.0 * static_cast<double>(src.nbytes()) / std::max(seconds, 1e-9) / 1e9;
+  report(options, "calibrate transform " + transform_key(from, to) + ": " + ms_text(seconds) +
+                      ", " + std::to_string(gbps) + " GB/s");
+  return gbps;
+}
+
+// ---- threshold_plan ------------------------------------------------------------------------
+
+// MEC's configs with T replaced by the calibrated one (the paper's default stays when absent).
+std::vector<TuneConfig> mec_configs(const ConvProblem& p, const DeviceThresholds& thresholds) {
+  std::vector<TuneConfig> configs = solver_named("mec").configs(p);
+  if (!thresholds.mec_t) return configs;
+  for (TuneConfig& config : configs)
+    for (auto& [name, value] : config.values)
+      if (name == "T") value = *thresholds.mec_t;
+  return configs;
+}
+
+// The first of `solvers` (each with its configs in order) that runs `p` within the budget.
+std::optional<ConvPlan> first_fitting(const ConvProblem& p, Layout layout,
+                                      const std::vector<std::string_view>& solvers,
+                                      const DeviceThresholds& thresholds, std::size_t budget) {
+  for (std::string_view name : solvers) {
+    const ConvSolver& solver = solver_named(name);
+    if (!solver.applicable(p, nullptr)) continue;
+    const std::vector<TuneConfig> configs =
+        name == "mec" ? mec_configs(p, thresholds) : solver.configs(p);
+    for (const TuneConfig& config : configs)
+      if (solver.workspace_bytes(p, config) <= budget) return ConvPlan{&solver, config, layout};
+  }
+  return std::nullopt;
+}
+
+ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
+  if (dir == Direction::fwd) return plan.fwd;
+  return dir == Direction::bwd_data ? plan.bwd_data : plan.bwd_weights;
+}
+
+// All three directions from `solvers` in one layout, or nullopt when a direction has none.
+std::optional<ConvLayerPlan> layer_from(const ConvProblem& fwd, Layout layout,
+                                        const std::vector<std::string_view>& solvers,
+                                        const DeviceThresholds& thresholds, std::size_t budget) {
+  ConvLayerPlan plan;
+  for (Direction dir : kDirections) {
+    const auto chosen = first_fitting(fwd.with_dir(dir), layout, solvers, thresholds, budget);
+    if (!chosen) return std::nullopt;
+    slot(plan, dir) = *chosen;
+  }
+  return plan;
+}
+
+}  // namespace
+
+DeviceThresholds calibrate_device(const CalibrationOptions& options) {
+  DeviceThresholds t;
+  t.mec_t = calibrate_mec_t(options);
+  t.ct = calibrate_ct(options);
+  t.nt = calibrate_nt(*t.ct, options);
+  t.transform_gbps = calibrate_transforms(options);
+  return t;
+}
+
+std::map<std::string, double> calibrate_transforms(const CalibrationOptions& options) {
+  std::map<std::string, double> gbps;
+  for (Layout from : {Layout::NCHW, Layout::CHWN, Layout::NHWC})
+    for (Layout to : {Layout::NCHW, Layout::CHWN, Layout::NHWC})
+      if (from != to) gbps[transform_key(from, to)] = transform_gbps_of(from, to, options);
+  return gbps;
+}
+
+std::string transform_key(Layout from, Layout to) {
+  return std::string(to_string(from)) + ">" + std::string(to_string(to));
+}
+
+// GB/s counts the bytes read plus those written, so one transform of `bytes` moves 2 * bytes.
+// A zero bandwidth cannot price anything: treated as not calibrated.
+std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout from, Layout to,
+                                   std::size_t bytes) {
+  if (from == to) return 0.0;
+  const auto it = thresholds.transform_gbps.find(transform_key(from, to));
+  if (it == thresholds.transform_gbps.end() || !(it->second > 0)) return std::nullopt;
+  return 2.0 * static_cast<double>(bytes) / (it->second * 1e9) * 1e3;
+}
+
+Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds) {
+  if (thresholds.ct && fwd.ic < *thresholds.ct) return Layout::CHWN;
+  if (thresholds.nt && fwd.mb >= *thresholds.nt) return Layout::CHWN;
+  return Layout::NCHW;
+}
+
+// CHWN: direct_chwn (no workspace). NCHW: Winograd, else im2col+GEMM; when the budget leaves a
+// direction without either, the whole layer moves to MEC in NHWC (one layout for all three), and
+// when even MEC does not fit, the NCHW chain with the direct reference (no workspace) as the
+// last resort per direction.
+ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
+                             std::size_t max_workspace_bytes) {
+  const std::size_t budget = max_workspace_bytes;
+  std::optional<ConvLayerPlan> plan;
+  if (threshold_layout(fwd, thresholds) == Layout::CHWN)
+    plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
+  if (!plan)
+    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm"}, thresholds, budget);
+  if (!plan) plan = layer_from(fwd, Layout::NHWC, {"mec"}, thresholds, budget);
+  if (!plan)
+    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm", "direct"}, thresholds,
+                      budget);
+  TUNECNN_CHECK(plan.has_value(), "no conv solver runs ", fwd.key(), " within ", budget,
+                " workspace bytes");
+  plan->validate(fwd);
+  return *plan;
+}
+
+}  // namespace tunecnn
