@@ -31,9 +31,9 @@ struct LayoutAssignment {
   double total_ms = kCannotRun;  // node costs plus transforms
 };
 
-// The cheapest assignment, the network input arriving in `input_layout`. Among equal totals the
-// one with the earliest NCHW (then CHWN) choices wins, so plans are stable. Throws Error when some
-// node can run in no layout.
+// The cheapest assignment, the network input arriving in `input_layout`. Ties are broken the same
+// way every time (the lower Layout value, from the last layer backwards), so equal measurements
+// give equal plans. Throws Error when some node can run in no layout.
 LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
                               Layout input_layout = Layout::NCHW);
 

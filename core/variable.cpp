@@ -48,8 +48,8 @@ bool Variable::requires_grad() const { return node_ && node_->requires_grad; }
 
 void Variable::add_grad(Tensor g) {
   if (!requires_grad()) return;
-  TUNECNN_CHECK(g.numel() == node_->data.numel(), "gradient ", g.describe(),
-                " does not match variable ", node_->data.describe());
+  TUNECNN_CHECK(g.numel() == node_->data.numel() && g.layout() == node_->data.layout(), "gradient ",
+                g.describe(), " does not match variable ", node_->data.describe());
   if (!node_->grad.defined()) {
     node_->grad = std::move(g);
   } else {

@@ -1,8 +1,12 @@
 #include "ops/flatten.h"
 
+#include "ops/layout/to_layout.h"
+
 namespace tunecnn {
 
-Variable flatten(const Variable& x) {
+Variable flatten(const Variable& input) {
+  // Features are flattened in NCHW order, whatever layout the layer before ran in.
+  const Variable x = to_layout(input, Layout::NCHW);
   const Tensor& t = x.data();
   TUNECNN_CHECK(t.ndim() >= 2, "flatten expects [batch, ...] with at least 2 dimensions, got ",
                 shape_str(t.shape()));

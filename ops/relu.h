@@ -13,6 +13,10 @@ Variable relu(const Variable& x);
 class ReLU : public Module {
  public:
   Variable forward(const Variable& input) override { return relu(input); }
+  // Elementwise: any memory order, kept.
+  std::vector<Layout> input_layouts(const Shape&) const override {
+    return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+  }
   std::string describe() const override { return "ReLU"; }
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// The conv bias, kept out of the solvers so each stays a pure convolution. CPU, NCHW, f32/f64.
+// The conv bias, kept out of the solvers so each stays a pure convolution. CPU, any layout,
+// f32/f64.
 #include "core/tensor.h"
 
 namespace tunecnn {

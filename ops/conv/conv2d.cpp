@@ -2,6 +2,7 @@
 
 #include "core/init.h"
 #include "ops/conv/bias.h"
+#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
 namespace {
@@ -11,10 +12,12 @@ void check_bias(const Tensor& bias, const Tensor& weight) {
                 "conv2d bias ", bias.describe(), " does not match weight ", weight.describe());
 }
 
-// Runs one direction into a fresh output tensor, the member `out` of the args.
+// Runs one direction into a fresh output tensor, the member `out` of the args. Activations and
+// their gradients are in the plan's layout; weights and their gradient always [OC, C/g, KH, KW].
 Tensor run_into(const ConvPlan& plan, const ConvProblem& problem, ConvArgs args,
                 Tensor ConvArgs::*out, const Shape& shape) {
-  args.*out = Tensor::empty(shape, problem.dt);
+  const Layout layout = out == &ConvArgs::diff_wei ? Layout::NCHW : plan.layout;
+  args.*out = Tensor::empty(shape, problem.dt, Device::cpu, layout);
   run_conv(plan, problem, args);
   return args.*out;
 }
@@ -22,8 +25,7 @@ Tensor run_into(const ConvPlan& plan, const ConvProblem& problem, ConvArgs args,
 }  // namespace
 
 ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeometry& geo) {
-  TUNECNN_CHECK(x.ndim() == 4 && x.layout() == Layout::NCHW,
-                "conv2d expects an NCHW input [N, C, H, W], got ", x.describe());
+  TUNECNN_CHECK(x.ndim() == 4, "conv2d expects a 4-D input [N, C, H, W], got ", x.describe());
   TUNECNN_CHECK(weight.ndim() == 4, "conv2d weight must be [OC, C/groups, KH, KW], got ",
                 shape_str(weight.shape()));
   TUNECNN_CHECK(geo.groups > 0 && weight.dim(1) * geo.groups == x.dim(1), "conv2d weight ",
@@ -44,10 +46,11 @@ ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeomet
   return p;
 }
 
-Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
+Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias,
                 const ConvGeometry& geo, const ConvLayerPlan& plan) {
-  const ConvProblem p = conv_problem(x.data(), weight.data(), geo);
+  const ConvProblem p = conv_problem(input.data(), weight.data(), geo);
   if (bias.defined()) check_bias(bias.data(), weight.data());
+  const Variable x = to_layout(input, plan.layout());
   ConvArgs args;
   args.src = x.data();
   args.wei = weight.data();
@@ -97,9 +100,24 @@ Variable Conv2d::forward(const Variable& input) {
   const ConvProblem problem = conv_problem(input.data(), weight_.data(), geo_);
   const std::string key = problem.key();
   auto it = plans_.find(key);
-  if (it == plans_.end())
-    it = plans_.emplace(key, std::pair{problem, planner_->plan(problem)}).first;
+  if (it == plans_.end()) {
+    const ConvLayerPlan plan = planner_->plan(problem);
+    plan.validate(problem);
+    it = plans_.emplace(key, std::pair{problem, plan}).first;
+  }
   return conv2d(input, weight_, bias_, geo_, it->second.second);
+}
+
+void Conv2d::set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan) {
+  TUNECNN_CHECK(fwd_problem.dir == Direction::fwd, "Conv2d::set_plan takes the forward problem, got ",
+                fwd_problem.key());
+  TUNECNN_CHECK(fwd_problem.ic == in_channels_ && fwd_problem.oc == out_channels_ &&
+                    fwd_problem.kh == kernel_ && fwd_problem.kw == kernel_ &&
+                    fwd_problem.sh == geo_.stride && fwd_problem.ph == geo_.padding &&
+                    fwd_problem.g == geo_.groups,
+                "Conv2d::set_plan: ", fwd_problem.key(), " is not a problem of ", describe());
+  plan.validate(fwd_problem);
+  plans_[fwd_problem.key()] = {fwd_problem, plan};
 }
 
 std::string Conv2d::describe() const {

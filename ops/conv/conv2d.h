@@ -21,7 +21,8 @@ struct ConvGeometry {
 // mismatched shapes or dtypes.
 ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeometry& geo);
 
-// `bias` [OC] may be an undefined Variable.
+// `bias` [OC] may be an undefined Variable. The input is transformed to the plan's layout when it
+// is in another; the output is in the plan's layout.
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
                 const ConvGeometry& geo, const ConvLayerPlan& plan);
 
@@ -33,6 +34,8 @@ class Conv2d : public Module {
   std::string describe() const override;
 
   void set_planner(std::shared_ptr<ConvPlanner> planner);  // forgets the cached plans
+  // Installs the plan for inputs of one shape (the network planner decides layers together).
+  void set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan);
   // Every input shape seen so far (as its forward problem) and the plan it runs.
   std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans() const;
 

@@ -23,6 +23,22 @@ PoolPlan first_applicable(const PoolProblem& problem, Layout layout) {
 }
 }  // namespace
 
+std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem) {
+  std::vector<Layout> layouts;
+  for (Layout layout : {Layout::NCHW, Layout::CHWN, Layout::NHWC}) {
+    bool both = true;
+    for (Direction dir : {Direction::fwd, Direction::bwd_data}) {
+      const PoolProblem problem = fwd_problem.with_dir(dir);
+      bool any = false;
+      for (const PoolSolver* solver : cpu_pool_solvers())
+        any = any || (accepts(*solver, problem, layout) && solver->applicable(problem, nullptr));
+      both = both && any;
+    }
+    if (both) layouts.push_back(layout);
+  }
+  return layouts;
+}
+
 PoolLayerPlan FirstApplicablePoolPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
   return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout),
           first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout)};

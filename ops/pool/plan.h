@@ -36,4 +36,7 @@ void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner);
 // Checks the solver is applicable, then runs it.
 void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args);
 
+// The layouts some applicable solver runs this problem in (both directions), NCHW first.
+std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem);
+
 }  // namespace tunecnn

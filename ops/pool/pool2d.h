@@ -16,6 +16,8 @@ struct PoolGeometry {
 // The problem for pooling `x` (4-D), validated: the window must fit the padded input.
 PoolProblem pool_problem(const Tensor& x, PoolKind kind, const PoolGeometry& geometry,
                          bool count_include_pad = false);
+PoolProblem pool_problem(const Shape& x, DType dtype, PoolKind kind, const PoolGeometry& geometry,
+                         bool count_include_pad = false);
 
 Variable max_pool2d(const Variable& x, PoolGeometry geometry);
 // Divides by the real pixels in each window unless count_include_pad.
@@ -25,6 +27,7 @@ class MaxPool2d : public Module {
  public:
   MaxPool2d(int kernel, int stride, int padding = 0);
   Variable forward(const Variable& input) override { return max_pool2d(input, geometry_); }
+  std::vector<Layout> input_layouts(const Shape& input) const override;
   std::string describe() const override;
 
  private:
@@ -35,6 +38,7 @@ class AvgPool2d : public Module {
  public:
   AvgPool2d(int kernel, int stride, int padding = 0);
   Variable forward(const Variable& input) override { return avg_pool2d(input, geometry_); }
+  std::vector<Layout> input_layouts(const Shape& input) const override;
   std::string describe() const override;
 
  private:

@@ -1,0 +1,98 @@
+#include "autotune/layout_plan.h"
+
+#include <array>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tunecnn {
+namespace {
+
+Layout layout_at(int i) { return static_cast<Layout>(i); }
+
+double transform_between(const TransformCost& transform, const Shape& shape, Layout from, Layout to) {
+  return from == to ? 0.0 : transform(shape, from, to);
+}
+
+void check_runnable(const std::vector<LayoutNode>& nodes) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    bool any = false;
+    for (double cost : nodes[i].cost_ms) any = any || std::isfinite(cost);
+    TUNECNN_CHECK(any, "layout planning: layer ", i, " (input ", shape_str(nodes[i].input),
+                  ") cannot run in any layout");
+  }
+}
+
+}  // namespace
+
+LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
+                              Layout input_layout) {
+  check_runnable(nodes);
+  const std::size_t n = nodes.size();
+  if (n == 0) return {{}, 0.0};
+  // best[i][l]: the cheapest cost of layers 0..i with layer i in layout l; from[i][l] the layout of
+  // layer i-1 on that path. Scanning layouts in enum order with a strict < keeps the earliest
+  // (NCHW-first) choice among equal costs.
+  std::vector<std::array<double, kLayoutCount>> best(n);
+  std::vector<std::array<int, kLayoutCount>> from(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int l = 0; l < kLayoutCount; ++l) {
+      best[i][l] = kCannotRun;
+      from[i][l] = -1;
+      const double own = nodes[i].cost_ms[l];
+      if (!std::isfinite(own)) continue;
+      if (i == 0) {
+        best[i][l] = own + transform_between(transform, nodes[0].input, input_layout, layout_at(l));
+        continue;
+      }
+      for (int p = 0; p < kLayoutCount; ++p) {
+        if (!std::isfinite(best[i - 1][p])) continue;
+        const double cost =
+            best[i - 1][p] + transform_between(transform, nodes[i].input, layout_at(p), layout_at(l)) + own;
+        if (cost < best[i][l]) best[i][l] = cost, from[i][l] = p;
+      }
+    }
+  }
+  LayoutAssignment out;
+  int last = -1;
+  for (int l = 0; l < kLayoutCount; ++l)
+    if (best[n - 1][l] < out.total_ms) out.total_ms = best[n - 1][l], last = l;
+  TUNECNN_CHECK(last >= 0, "layout planning: no layout assignment can run the network");
+  out.layouts.assign(n, Layout::NCHW);
+  for (std::size_t i = n; i-- > 0;) {
+    out.layouts[i] = layout_at(last);
+    last = from[i][last];
+  }
+  return out;
+}
+
+LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
+                                          const TransformCost& transform, Layout input_layout) {
+  check_runnable(nodes);
+  const std::size_t n = nodes.size();
+  LayoutAssignment out;
+  if (n == 0) return {{}, 0.0};
+  std::vector<int> choice(n, 0);
+  std::size_t combinations = 1;
+  for (std::size_t i = 0; i < n; ++i) combinations *= kLayoutCount;
+  for (std::size_t code = 0; code < combinations; ++code) {
+    std::size_t rest = code;
+    for (std::size_t i = n; i-- > 0;) choice[i] = static_cast<int>(rest % kLayoutCount), rest /= kLayoutCount;
+    double total = 0;
+    Layout previous = input_layout;
+    for (std::size_t i = 0; i < n && std::isfinite(total); ++i) {
+      total += transform_between(transform, nodes[i].input, previous, layout_at(choice[i])) +
+               nodes[i].cost_ms[choice[i]];
+      previous = layout_at(choice[i]);
+    }
+    if (total < out.total_ms) {
+      out.total_ms = total;
+      out.layouts.clear();
+      for (int c : choice) out.layouts.push_back(layout_at(c));
+    }
+  }
+  TUNECNN_CHECK(!out.layouts.empty(), "layout planning: no layout assignment can run the network");
+  return out;
+}
+
+}  // namespace tunecnn

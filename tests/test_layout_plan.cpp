@@ -1,0 +1,118 @@
+// The layout DP against brute force, and the transforms and layout plumbing it relies on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "autotune/layout_plan.h"
+#include "ops/layout/reference.h"
+#include "ops/layout/to_layout.h"
+#include "ops/layout/transform.h"
+
+namespace tunecnn {
+namespace {
+
+constexpr Layout kLayouts[] = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+
+// Transform cost proportional to the activation's size, with a different rate per pair.
+double pair_cost(const Shape& shape, Layout from, Layout to) {
+  const double rate = 1.0 + static_cast<int>(from) * 0.5 + static_cast<int>(to) * 0.25;
+  return rate * static_cast<double>(shape_numel(shape)) * 1e-3;
+}
+
+double cost_of(const std::vector<LayoutNode>& nodes, const std::vector<Layout>& layouts,
+               const TransformCost& transform) {
+  double total = 0;
+  Layout previous = Layout::NCHW;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (layouts[i] != previous) total += transform(nodes[i].input, previous, layouts[i]);
+    total += nodes[i].cost_ms[static_cast<int>(layouts[i])];
+    previous = layouts[i];
+  }
+  return total;
+}
+
+std::vector<LayoutNode> random_chain(std::mt19937& gen, int length) {
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  std::uniform_int_distribution<int> size(1, 40), kind(0, 3);
+  std::vector<LayoutNode> nodes(length);
+  for (LayoutNode& node : nodes) {
+    node.input = {size(gen), size(gen), 4, 4};
+    switch (kind(gen)) {
+      case 0: node.cost_ms = {cost(gen), kCannotRun, kCannotRun}; break;  // NCHW only (linear)
+      case 1: node.cost_ms = {0, 0, 0}; break;                            // elementwise
+      default: node.cost_ms = {cost(gen), cost(gen), cost(gen)};          // conv
+    }
+    if (kind(gen) == 3) node.cost_ms[1] = kCannotRun;  // no CHWN solver for this one
+  }
+  return nodes;
+}
+
+TEST(LayoutPlan, MatchesBruteForceOnRandomChains) {
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int length = 1 + trial % 8;
+    const std::vector<LayoutNode> nodes = random_chain(gen, length);
+    const LayoutAssignment dp = plan_layouts(nodes, pair_cost);
+    const LayoutAssignment brute = plan_layouts_brute_force(nodes, pair_cost);
+    ASSERT_EQ(dp.layouts.size(), nodes.size());
+    EXPECT_NEAR(dp.total_ms, brute.total_ms, 1e-9) << "trial " << trial;
+    EXPECT_NEAR(cost_of(nodes, dp.layouts, pair_cost), dp.total_ms, 1e-9) << "trial " << trial;
+  }
+}
+
+TEST(LayoutPlan, SwitchesOnlyWhenTheSavingsPayForTheTransforms) {
+  // Two convs that are 3 ms faster each in CHWN, around an elementwise layer, then an NCHW-only
+  // layer. A round trip costs 2 ms per transform.
+  const TransformCost two_ms = [](const Shape&, Layout, Layout) { return 2.0; };
+  std::vector<LayoutNode> nodes(4);
+  nodes[0].cost_ms = {10, 7, kCannotRun};
+  nodes[1].cost_ms = {0, 0, 0};
+  nodes[2].cost_ms = {10, 7, kCannotRun};
+  nodes[3].cost_ms = {1, kCannotRun, kCannotRun};
+  LayoutAssignment plan = plan_layouts(nodes, two_ms);
+  EXPECT_EQ(plan.layouts, (std::vector<Layout>{Layout::CHWN, Layout::CHWN, Layout::CHWN, Layout::NCHW}));
+  EXPECT_DOUBLE_EQ(plan.total_ms, 2 + 7 + 0 + 7 + 2 + 1);
+  // With 4 ms transforms the round trip costs more than it saves.
+  plan = plan_layouts(nodes, [](const Shape&, Layout, Layout) { return 4.0; });
+  EXPECT_EQ(plan.layouts, std::vector<Layout>(4, Layout::NCHW));
+  EXPECT_DOUBLE_EQ(plan.total_ms, 21);
+}
+
+TEST(LayoutPlan, EqualCostsGiveTheSamePlanEveryTime) {
+  const TransformCost free = [](const Shape&, Layout, Layout) { return 0.0; };
+  std::vector<LayoutNode> nodes(3);
+  for (LayoutNode& node : nodes) node.cost_ms = {1, 1, 1};
+  const LayoutAssignment plan = plan_layouts(nodes, free);
+  EXPECT_EQ(plan.layouts, std::vector<Layout>(3, Layout::NCHW));
+  EXPECT_EQ(plan_layouts(nodes, free).layouts, plan.layouts);
+}
+
+TEST(LayoutPlan, ANodeThatCannotRunIsAnError) {
+  std::vector<LayoutNode> nodes(2);
+  nodes[0].cost_ms = {1, 1, 1};
+  EXPECT_THROW(plan_layouts(nodes, pair_cost), Error);
+}
+
+TEST(LayoutTransform, EveryPairMatchesTheReferenceOnOddSizes) {
+  const Shape shapes[] = {{1, 1, 1, 1}, {3, 5, 7, 2}, {33, 17, 3, 5}, {2, 65, 1, 1}, {40, 3, 9, 11}, {70, 9, 6, 7}};
+  for (const Shape& shape : shapes)
+    for (Layout from : kLayouts)
+      for (Layout to : kLayouts) {
+        Tensor src = Tensor::empty(shape, DType::f32, Device::cpu, from);
+        float* data = src.data<float>();  // distinct values, so a misplaced element shows
+        for (std::int64_t i = 0; i < src.numel(); ++i) data[i] = static_cast<float>(i);
+        const Tensor fast = convert_layout(src, to);
+        const Tensor expected = convert_layout_reference(src, to);
+        ASSERT_EQ(fast.layout(), to);
+        ASSERT_EQ(0, std::memcmp(fast.data<float>(), expected.data<float>(), fast.nbytes()))
+            << shape_str(shape) << " " << to_string(from) << " -> " << to_string(to);
+        // And back again: a round trip is the identity.
+        const Tensor back = convert_layout(fast, from);
+        ASSERT_EQ(0, std::memcmp(back.data<float>(), src.data<float>(), src.nbytes()));
+      }
+}
+
+}  // namespace
+}  // namespace tunecnn
