@@ -1,0 +1,11 @@
+// autotune: profiles conv layers and manages the tuning cache; see `autotune --help`.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/autotune_cli/autotune_app.h"
+
+int main(int argc, char** argv) {
+  return tunecnn::run_autotune(std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                               std::cerr);
+}

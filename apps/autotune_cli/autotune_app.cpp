@@ -1,0 +1,82 @@
+#include "apps/autotune_cli/autotune_app.h"
+
+#include <functional>
+#include <ostream>
+#include <string_view>
+
+#include "apps/autotune_cli/options.h"
+#include "apps/autotune_cli/subcommands.h"
+#include "core/error.h"
+
+namespace tunecnn {
+namespace {
+
+struct Subcommand {
+  std::string_view name, summary;
+  std::function<int(const SubcommandArgs&, std::ostream&, std::ostream&)> run;
+  int error_status = 1;  // diff follows diff(1): 2 on trouble, since 1 means "they differ"
+};
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> list = {
+      {"show", "print a tuning cache: devices, thresholds, every decision", run_show},
+      {"explain", "why each solver can or cannot run a conv problem key, and its timings",
+       run_explain},
+      {"merge", "merge two caches into a third, keeping the better-measured entries", run_merge},
+      {"diff", "compare two caches' decisions and thresholds (exit 1 when they differ)", run_diff,
+       2},
+  };
+  return list;
+}
+
+std::string overview() {
+  std::string text =
+      "usage: autotune SUBCOMMAND [options]\n\n"
+      "Profiles conv layers and manages the YAML tuning cache that `train` reuses.\n\n"
+      "subcommands:\n";
+  for (const Subcommand& sub : subcommands()) {
+    std::string left = "  " + std::string(sub.name);
+    left.resize(12, ' ');
+    text += left + std::string(sub.summary) + "\n";
+  }
+  return text + "\n`autotune SUBCOMMAND --help` lists a subcommand's options.\n";
+}
+
+const Subcommand* find_subcommand(std::string_view name) {
+  for (const Subcommand& sub : subcommands())
+    if (sub.name == name) return &sub;
+  return nullptr;
+}
+
+std::string subcommand_names() {
+  std::string names;
+  for (const Subcommand& sub : subcommands())
+    names += (names.empty() ? "" : ", ") + std::string(sub.name);
+  return names;
+}
+
+}  // namespace
+
+int run_autotune(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    (args.empty() ? err : out) << overview();
+    return args.empty() ? 2 : 0;
+  }
+  const Subcommand* sub = find_subcommand(args[0]);
+  if (sub == nullptr) {
+    err << "autotune: error: unknown subcommand '" << args[0] << "' (expected one of "
+        << subcommand_names() << "; see autotune --help)\n";
+    return 2;
+  }
+  try {
+    return sub->run(SubcommandArgs(args.begin() + 1, args.end()), out, err);
+  } catch (const UsageError& e) {
+    err << "autotune " << sub->name << ": error: " << e.message() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "autotune " << sub->name << ": error: " << user_message(e) << "\n";
+    return sub->error_status;
+  }
+}
+
+}  // namespace tunecnn

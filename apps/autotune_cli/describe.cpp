@@ -1,0 +1,56 @@
+#include "apps/autotune_cli/describe.h"
+
+#include <sstream>
+
+namespace tunecnn {
+namespace {
+
+std::string field(const std::map<std::string, std::string>& fields, const std::string& name) {
+  const auto it = fields.find(name);
+  return it == fields.end() ? "?" : it->second;
+}
+
+}  // namespace
+
+std::string fingerprint_summary(const std::map<std::string, std::string>& fields) {
+  return field(fields, "model") + ", " + field(fields, "threads_used") + "/" +
+         field(fields, "hardware_threads") + " threads, ISA " + field(fields, "isa") + "; " +
+         field(fields, "blas") + "; tunecnn " + field(fields, "framework_version");
+}
+
+std::string thresholds_summary(const DeviceThresholds& t) {
+  std::ostringstream out;
+  const auto item = [&](const char* name, const std::optional<int>& value) {
+    if (value) out << (out.tellp() > 0 ? ", " : "") << name << " " << *value;
+  };
+  item("mec_t", t.mec_t);
+  item("ct", t.ct);
+  item("nt", t.nt);
+  if (!t.transform_gbps.empty()) {
+    out << (out.tellp() > 0 ? ", " : "") << "transform_gbps";
+    for (const auto& [pair, gbps] : t.transform_gbps) out << " " << pair << " " << gbps;
+  }
+  return out.tellp() > 0 ? out.str() : "not calibrated";
+}
+
+std::string config_text(const TuneConfig& config) {
+  return config.values.empty() ? "-" : config.str();
+}
+
+std::string choice_summary(const std::string& solver, const TuneConfig& config, Layout layout) {
+  return solver + " " + config_text(config) + " " + std::string(to_string(layout));
+}
+
+long total_runs(const TuningEntry& entry) {
+  long runs = 0;
+  for (const CandidateResult& c : entry.candidates) runs += c.runs;
+  return runs;
+}
+
+const CandidateResult* chosen_candidate(const TuningEntry& entry) {
+  for (const CandidateResult& c : entry.candidates)
+    if (c.solver == entry.solver && c.config == entry.config && c.layout == entry.layout) return &c;
+  return nullptr;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,129 @@
+// autotune explain KEY: which solvers can run a conv problem and why not, and what the cache
+// measured for it, so a surprising choice can be traced to its numbers.
+#include <algorithm>
+#include <ostream>
+
+#include "apps/autotune_cli/cache_files.h"
+#include "apps/autotune_cli/describe.h"
+#include "apps/autotune_cli/options.h"
+#include "apps/autotune_cli/subcommands.h"
+#include "apps/autotune_cli/text_table.h"
+#include "ops/conv/plan.h"
+#include "ops/conv/registry.h"
+
+namespace tunecnn {
+namespace {
+
+std::string layouts_text(const std::vector<Layout>& layouts) {
+  std::string text;
+  for (Layout layout : layouts) text += (text.empty() ? "" : " ") + std::string(to_string(layout));
+  return text;
+}
+
+void print_solver(const ConvSolver& solver, const ConvProblem& problem, std::ostream& out) {
+  const bool reference = &solver == &direct_conv_solver();
+  std::string why;
+  const bool applicable = solver.applicable(problem, &why);
+  out << "  " << solver.name() << (reference ? " (reference)" : "") << ": "
+      << (applicable ? "applicable" : "not applicable: " + why) << "\n";
+  if (!applicable) return;  // layouts and configs of a solver that cannot run mean nothing
+  out << "    layouts: " << layouts_text(solver.layouts(problem)) << "\n";
+  for (const TuneConfig& config : solver.configs(problem))
+    out << "    config " << config_text(config) << ": workspace "
+        << format_bytes(solver.workspace_bytes(problem, config)) << "\n";
+}
+
+// The untuned default for this direction: what FirstApplicablePlanner would run.
+ConvPlan default_plan(const ConvProblem& problem) {
+  return FirstApplicablePlanner().plan(problem.with_dir(Direction::fwd)).for_direction(problem.dir);
+}
+
+bool is_plan(const CandidateResult& c, const std::string& solver, const TuneConfig& config,
+             Layout layout) {
+  return c.solver == solver && c.config == config && c.layout == layout;
+}
+
+std::string speedup_over(const CandidateResult& c, const CandidateResult* base) {
+  if (!c.correct || base == nullptr || c.median_ms <= 0) return "-";
+  return format_speedup(base->median_ms / c.median_ms);
+}
+
+void print_entry(const TuningEntry& entry, const ConvPlan& fallback, std::ostream& out) {
+  const CandidateResult* slowest = nullptr;
+  const CandidateResult* untuned = nullptr;
+  for (const CandidateResult& c : entry.candidates) {
+    if (!c.correct) continue;
+    if (slowest == nullptr || c.median_ms > slowest->median_ms) slowest = &c;
+    if (is_plan(c, std::string(fallback.solver->name()), fallback.config, fallback.layout))
+      untuned = &c;
+  }
+  TextTable table({"", "solver", "config", "layout", "median ms", "spread ms", "runs", "workspace",
+                   "status", "vs slowest", "vs default"},
+                  {"median ms", "spread ms", "runs", "workspace", "vs slowest", "vs default"});
+  for (const CandidateResult& c : entry.candidates)
+    table.add_row({is_plan(c, entry.solver, entry.config, entry.layout) ? "*" : "", c.solver,
+                   config_text(c.config), std::string(to_string(c.layout)), format_ms(c.median_ms),
+                   format_ms(c.spread_ms), std::to_string(c.runs), format_bytes(c.workspace_bytes),
+                   c.correct ? "correct" : "DISQUALIFIED", speedup_over(c, slowest),
+                   speedup_over(c, untuned)});
+  out << "  chosen (*): " << choice_summary(entry.solver, entry.config, entry.layout) << "; tuned "
+      << entry.provenance.date << " on " << entry.provenance.host << "\n";
+  table.print(out, "  ");
+  if (untuned == nullptr) out << "  the default was not timed, so there is no speedup over it\n";
+}
+
+// This machine's entry when it has one; otherwise every device's, each named.
+void print_cached(const TuningCache& cache, const ConvProblem& problem, const ConvPlan& fallback,
+                  const std::string& here, std::ostream& out) {
+  if (const TuningEntry* entry = cache.find(here, problem.key())) {
+    out << "\ncached for this machine (" << here << "):\n";
+    print_entry(*entry, fallback, out);
+    return;
+  }
+  bool found = false;
+  for (const auto& [id, device] : cache.devices())
+    if (const TuningEntry* entry = cache.find(id, problem.key())) {
+      out << "\ncached for device " << id << " (" << fingerprint_summary(device.fingerprint)
+          << "), not this machine (" << here << "):\n";
+      print_entry(*entry, fallback, out);
+      found = true;
+    }
+  if (!found)
+    out << "\nnot in the cache; measure it with `autotune profile --model M --batch " << problem.mb
+        << "` on a model with this layer\n";
+}
+
+}  // namespace
+
+int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
+  SubcommandLine cli("autotune explain KEY",
+                     "Explains the decision for one conv problem KEY (as `autotune show` prints "
+                     "it, e.g. \"conv fwd mb64 ic1 ih28 iw28 oc6 kh5 kw5 sh1 sw1 ph2 pw2 g1\"; "
+                     "quoting is optional): which solvers apply and why not, their layouts and "
+                     "workspaces, and every candidate the cache timed.");
+  cli.common_options();
+  if (!cli.parse(args, out, 1, SIZE_MAX)) return 0;
+  apply_threads(cli.options());
+  std::string key;
+  for (const std::string& word : cli.positional()) key += (key.empty() ? "" : " ") + word;
+  const ConvProblem problem = parse_conv_key(key);
+
+  out << problem.key() << "\n  output " << problem.oh() << "x" << problem.ow() << ", "
+      << problem.macs() << " multiply-adds\n\nsolvers (registry order):\n";
+  for (const ConvSolver* solver : cpu_conv_solvers()) print_solver(*solver, problem, out);
+  const ConvPlan fallback = default_plan(problem);
+  out << "\ndefault (untuned): "
+      << choice_summary(std::string(fallback.solver->name()), fallback.config, fallback.layout)
+      << "\n";
+
+  const std::filesystem::path path = tune_cache_path(cli.options());
+  if (!std::filesystem::exists(path)) {
+    out << "\nno tuning cache at " << path.string()
+        << "; create one with `autotune profile --model M --batch " << problem.mb << "`\n";
+    return 0;
+  }
+  print_cached(read_cache_file(path, err), problem, fallback, this_device().id, out);
+  return 0;
+}
+
+}  // namespace tunecnn

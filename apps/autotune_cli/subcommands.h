@@ -1,0 +1,17 @@
+#pragma once
+// One function per `autotune` subcommand, each in its own file. `args` excludes the subcommand's
+// name. They throw UsageError (options.h) for a bad command line and Error for anything else.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tunecnn {
+
+using SubcommandArgs = std::vector<std::string>;
+
+int run_show(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_merge(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_diff(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace tunecnn

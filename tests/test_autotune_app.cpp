@@ -1,0 +1,420 @@
+// The `autotune` command line, driven through run_autotune with captured streams: help and usage
+// errors, and show / explain / merge / diff on caches written here.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/autotune_cli/autotune_app.h"
+#include "apps/autotune_cli/options.h"
+#include "autotune/tuning_cache.h"
+#include "core/threading.h"
+#include "support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+Outcome autotune(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  Outcome run;
+  run.status = run_autotune(args, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Table rows are padded to their column widths; tests compare them with single spaces.
+std::string squeeze(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (c != ' ' || out.empty() || out.back() != ' ') out += c;
+  return out;
+}
+
+bool has_row(const std::string& text, const std::string& cells) {
+  return contains(squeeze(text), cells);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const std::string kKey3x3 = "conv fwd mb8 ic4 ih12 iw12 oc8 kh3 kw3 sh1 sw1 ph1 pw1 g1";
+const std::string kKey5x5 = "conv fwd mb8 ic1 ih28 iw28 oc6 kh5 kw5 sh1 sw1 ph2 pw2 g1";
+const std::map<std::string, std::string> kOtherFields = {{"model", "Other CPU"},
+                                                         {"threads_used", "64"}};
+
+CandidateResult candidate(const std::string& solver, double median_ms, int runs,
+                          TuneConfig config = {}, bool correct = true) {
+  CandidateResult c;
+  c.solver = solver;
+  c.config = std::move(config);
+  c.median_ms = median_ms;
+  c.spread_ms = median_ms / 100;
+  c.runs = runs;
+  c.workspace_bytes = 4096;
+  c.correct = correct;
+  return c;
+}
+
+// An entry choosing its first candidate.
+TuningEntry entry(const std::string& key, std::vector<CandidateResult> candidates,
+                  const std::string& date = "2026-01-02T03:04:05Z") {
+  TuningEntry e;
+  e.key = key;
+  e.solver = candidates.front().solver;
+  e.config = candidates.front().config;
+  e.layout = candidates.front().layout;
+  e.candidates = std::move(candidates);
+  e.provenance = {"testhost", date, "0.1.0"};
+  return e;
+}
+
+// The 3x3 layer as tuned here: Winograd won, im2col (the default) is 2x slower, the reference
+// 20x, and one MEC config disagreed with the reference.
+TuningEntry tuned_3x3(int runs = 10, const std::string& date = "2026-01-02T03:04:05Z") {
+  return entry(kKey3x3,
+               {candidate("winograd_f2x3", 1.5, runs, TuneConfig{{{"tiles", 8}}}),
+                candidate("im2col_gemm", 3.0, runs, TuneConfig{{{"chunk", 1}}}),
+                candidate("mec", 9.0, runs, TuneConfig{{{"chunk", 8}}}, false),
+                candidate("direct", 30.0, runs)},
+               date);
+}
+
+class AutotuneApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_num_threads(0);  // the subcommands' default --threads, so this_device() matches theirs
+    here_ = this_device();
+  }
+  fs::path path(const std::string& name) const { return dir_.path() / name; }
+  fs::path save(const TuningCache& cache, const std::string& name) const {
+    save_tuning_cache(cache, path(name));
+    return path(name);
+  }
+  TuningCache load(const fs::path& file) const {
+    std::vector<std::string> warnings;
+    return parse_tuning_cache(read_text(file), file.string(), warnings);
+  }
+
+  testing::TempDir dir_;
+  DeviceIdentity here_;
+};
+
+// ---- the command line ----
+
+TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
+  const Outcome overview = autotune({"--help"});
+  EXPECT_EQ(overview.status, 0);
+  for (const std::string sub : {"show", "explain", "merge", "diff"}) {
+    EXPECT_TRUE(contains(overview.out, "  " + sub)) << overview.out;
+    const Outcome help = autotune({sub, "--help"});
+    EXPECT_EQ(help.status, 0) << sub;
+    EXPECT_TRUE(contains(help.out, "usage: autotune " + sub)) << help.out;
+    EXPECT_TRUE(contains(help.out, "--tune-cache")) << help.out;
+    EXPECT_TRUE(contains(help.out, "--threads")) << help.out;
+  }
+}
+
+TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {
+  const Outcome none = autotune({});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_TRUE(contains(none.err, "usage: autotune SUBCOMMAND")) << none.err;
+
+  const Outcome unknown = autotune({"frobnicate"});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_TRUE(contains(unknown.err, "unknown subcommand 'frobnicate'")) << unknown.err;
+  EXPECT_TRUE(contains(unknown.err, "show, explain, merge, diff")) << unknown.err;
+
+  const Outcome option = autotune({"show", "--bogus", "x.yaml"});
+  EXPECT_EQ(option.status, 2);
+  EXPECT_TRUE(contains(option.err, "unknown option --bogus")) << option.err;
+
+  const Outcome missing_value = autotune({"show", "--tune-cache"});
+  EXPECT_EQ(missing_value.status, 2);
+  EXPECT_TRUE(contains(missing_value.err, "--tune-cache needs a value")) << missing_value.err;
+
+  const Outcome threads = autotune({"show", "--threads", "two"});
+  EXPECT_EQ(threads.status, 2);
+  EXPECT_TRUE(contains(threads.err, "--threads expects a whole number")) << threads.err;
+
+  const Outcome arity = autotune({"diff", "only-one.yaml"});
+  EXPECT_EQ(arity.status, 2);
+  EXPECT_TRUE(contains(arity.err, "usage: autotune diff A B")) << arity.err;
+
+  const Outcome no_output = autotune({"merge", "a.yaml", "b.yaml"});
+  EXPECT_EQ(no_output.status, 2);
+  EXPECT_TRUE(contains(no_output.err, "-o C")) << no_output.err;
+}
+
+// ---- show ----
+
+TEST_F(AutotuneApp, ShowPrintsDevicesThresholdsAndEntriesMarkingThisMachine) {
+  TuningCache cache;
+  cache.put(here_.id, here_.fields, tuned_3x3());
+  DeviceThresholds thresholds;
+  thresholds.mec_t = 96;
+  thresholds.ct = 32;
+  thresholds.transform_gbps["NCHW>CHWN"] = 3.5;
+  cache.set_thresholds(here_.id, here_.fields, thresholds);
+  cache.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("im2col_gemm", 0.25, 7)}));
+  const fs::path file = save(cache, "show.yaml");
+
+  const Outcome run = autotune({"show", file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "2 device(s)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "device " + here_.id + "  (this machine)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "device cpu-other\n")) << run.out;
+  EXPECT_TRUE(contains(run.out, "fingerprint: Other CPU, 64/? threads")) << run.out;
+  EXPECT_TRUE(contains(run.out, "mec_t 96, ct 32, transform_gbps NCHW>CHWN 3.5")) << run.out;
+  EXPECT_TRUE(contains(run.out, "thresholds: not calibrated")) << run.out;
+  // The table row: key, solver, config, layout, median, candidates, date, host.
+  EXPECT_TRUE(has_row(run.out, "key solver config layout median ms candidates date host"))
+      << run.out;
+  EXPECT_TRUE(has_row(
+      run.out, kKey3x3 + " winograd_f2x3 tiles=8 NCHW 1.500 4 2026-01-02T03:04:05Z testhost"))
+      << run.out;
+  EXPECT_TRUE(has_row(run.out, kKey5x5 + " im2col_gemm - NCHW 0.250 1")) << run.out;
+
+  // --tune-cache names the file when no F is given.
+  const Outcome by_option = autotune({"show", "--tune-cache", file.string()});
+  EXPECT_EQ(by_option.status, 0);
+  EXPECT_EQ(by_option.out, run.out);
+}
+
+TEST_F(AutotuneApp, ShowSaysWhenThisMachineHasNoSection) {
+  TuningCache cache;
+  cache.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("im2col_gemm", 0.25, 7)}));
+  const Outcome run = autotune({"show", save(cache, "other.yaml").string()});
+  EXPECT_EQ(run.status, 0);
+  EXPECT_TRUE(contains(run.out, "no section for this machine (" + here_.id + ")")) << run.out;
+  EXPECT_FALSE(contains(run.out, "(this machine)")) << run.out;
+}
+
+TEST_F(AutotuneApp, MissingOrCorruptFilesAreErrorsNamingThemAndAreLeftAlone) {
+  const Outcome missing = autotune({"show", path("nowhere.yaml").string()});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, "no tuning cache at " + path("nowhere.yaml").string()))
+      << missing.err;
+
+  const fs::path corrupt = path("corrupt.yaml");
+  std::ofstream(corrupt) << "format: tunecnn-tuning-cache\nversion: 1\ndevices: [unclosed\n";
+  const std::string bytes = read_text(corrupt);
+  const Outcome bad = autotune({"show", corrupt.string()});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(contains(bad.err, corrupt.string())) << bad.err;
+  EXPECT_EQ(read_text(corrupt), bytes);
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_.path())) ++files;
+  EXPECT_EQ(files, 1) << "nothing moved aside or created next to the input";
+}
+
+// ---- explain ----
+
+TEST_F(AutotuneApp, ExplainListsSolversAndThisMachinesCandidatesWithSpeedups) {
+  TuningCache cache;
+  cache.put(here_.id, here_.fields, tuned_3x3());
+  const fs::path file = save(cache, "explain.yaml");
+
+  const Outcome run = autotune({"explain", kKey3x3, "--tune-cache", file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "winograd_f2x3: applicable")) << run.out;
+  EXPECT_TRUE(contains(run.out, "direct (reference): applicable")) << run.out;
+  EXPECT_TRUE(contains(run.out, "layouts: CHWN")) << run.out;
+  EXPECT_TRUE(contains(run.out, ": workspace ")) << run.out;
+  EXPECT_TRUE(contains(run.out, "default (untuned): im2col_gemm chunk=1 NCHW")) << run.out;
+  EXPECT_TRUE(contains(run.out, "cached for this machine (" + here_.id + ")")) << run.out;
+  EXPECT_TRUE(contains(run.out, "chosen (*): winograd_f2x3 tiles=8 NCHW")) << run.out;
+  // The chosen row: 20x faster than the slowest correct candidate, 2x faster than the default.
+  EXPECT_TRUE(has_row(run.out,
+                      "* winograd_f2x3 tiles=8 NCHW 1.500 0.015 10 4.0 KiB correct "
+                      "20.00x 2.00x\n"))
+      << run.out;
+  EXPECT_TRUE(has_row(run.out,
+                      " im2col_gemm chunk=1 NCHW 3.000 0.030 10 4.0 KiB correct 10.00x "
+                      "1.00x\n"))
+      << run.out;
+  // A disqualified candidate gets no speedup: its time means nothing.
+  EXPECT_TRUE(has_row(run.out, " mec chunk=8 NCHW 9.000 0.090 10 4.0 KiB DISQUALIFIED - -\n"))
+      << run.out;
+}
+
+TEST_F(AutotuneApp, ExplainSaysWhySolversDoNotApply) {
+  const Outcome run = autotune({"explain", kKey5x5, "--tune-cache", path("none.yaml").string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "winograd_f2x3: not applicable: ")) << run.out;
+  EXPECT_TRUE(contains(run.out, "no tuning cache at " + path("none.yaml").string())) << run.out;
+  EXPECT_TRUE(contains(run.out, "autotune profile")) << run.out;
+}
+
+TEST_F(AutotuneApp, ExplainFallsBackToOtherDevicesNamingThem) {
+  TuningCache cache;
+  cache.put("cpu-other", kOtherFields, tuned_3x3());
+  const fs::path file = save(cache, "other.yaml");
+  // The key may also come unquoted, as separate words.
+  std::vector<std::string> args = {"explain", "--tune-cache", file.string()};
+  std::istringstream words(kKey3x3);
+  for (std::string word; words >> word;) args.push_back(word);
+  const Outcome run = autotune(args);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "cached for device cpu-other (Other CPU")) << run.out;
+  EXPECT_TRUE(contains(run.out, "not this machine")) << run.out;
+
+  const Outcome uncached = autotune({"explain", kKey5x5, "--tune-cache", file.string()});
+  EXPECT_EQ(uncached.status, 0);
+  EXPECT_TRUE(contains(uncached.out, "not in the cache")) << uncached.out;
+  EXPECT_TRUE(contains(uncached.out, "autotune profile")) << uncached.out;
+}
+
+TEST_F(AutotuneApp, ExplainRejectsABadKey) {
+  const Outcome run = autotune({"explain", "conv fwd mb8 ic4"});
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(contains(run.err, "bad conv key 'conv fwd mb8 ic4': field 'ih' is missing"))
+      << run.err;
+}
+
+// ---- merge ----
+
+TEST_F(AutotuneApp, MergeKeepsTheBetterMeasuredEntryAndReportsWhoWon) {
+  TuningCache a, b;
+  a.put(here_.id, here_.fields, tuned_3x3(/*runs=*/5));
+  TuningEntry b_3x3 = tuned_3x3(/*runs=*/20);  // more runs: B's wins
+  b_3x3.solver = "im2col_gemm";
+  b_3x3.config = TuneConfig{{{"chunk", 1}}};
+  b.put(here_.id, here_.fields, b_3x3);
+  a.put(here_.id, here_.fields, entry(kKey5x5, {candidate("im2col_gemm", 1, 9)}));  // A's wins
+  b.put(here_.id, here_.fields, entry(kKey5x5, {candidate("direct", 1, 3)}));
+  b.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("im2col_gemm", 2, 4)}));
+  DeviceThresholds ta, tb;
+  ta.mec_t = 64;
+  tb.mec_t = 128;
+  a.set_thresholds(here_.id, here_.fields, ta);
+  b.set_thresholds(here_.id, here_.fields, tb);
+  const fs::path a_file = save(a, "a.yaml"), b_file = save(b, "b.yaml"), c_file = path("c.yaml");
+
+  const Outcome run = autotune({"merge", a_file.string(), b_file.string(), "-o", c_file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const TuningCache c = load(c_file);
+  EXPECT_EQ(c, merge(a, b));
+  EXPECT_EQ(c.find(here_.id, kKey3x3)->solver, "im2col_gemm");
+  EXPECT_EQ(c.find(here_.id, kKey5x5)->solver, "im2col_gemm");
+  EXPECT_NE(c.find("cpu-other", kKey5x5), nullptr);
+  EXPECT_EQ(c.thresholds(here_.id).mec_t, 64);
+  EXPECT_TRUE(contains(run.out, "A " + a_file.string() + ": 1 device(s), 2 entries")) << run.out;
+  EXPECT_TRUE(contains(run.out, "B " + b_file.string() + ": 2 device(s), 3 entries")) << run.out;
+  EXPECT_TRUE(contains(run.out, "conflicts resolved: 2 (A won 1, B won 1)")) << run.out;
+  EXPECT_TRUE(contains(run.out, kKey3x3 + ": kept B (20 runs")) << run.out;
+  EXPECT_TRUE(contains(run.out, kKey5x5 + ": kept A (9 runs")) << run.out;
+  EXPECT_TRUE(contains(run.out, "1 threshold(s) differ; kept A's (mec_t 64)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "wrote " + c_file.string() + ": 2 device(s), 3 entries"))
+      << run.out;
+}
+
+TEST_F(AutotuneApp, MergeWithEqualRunsPrefersTheNewerDate) {
+  TuningCache a, b;
+  a.put(here_.id, here_.fields, tuned_3x3(10, "2026-01-01T00:00:00Z"));
+  TuningEntry newer = tuned_3x3(10, "2026-03-01T00:00:00Z");
+  newer.solver = "direct";
+  newer.config = {};
+  b.put(here_.id, here_.fields, newer);
+  const fs::path c_file = path("c.yaml");
+  const Outcome run = autotune({"merge", save(a, "a.yaml").string(), save(b, "b.yaml").string(),
+                                "--output", c_file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(load(c_file).find(here_.id, kKey3x3)->solver, "direct");
+  EXPECT_TRUE(contains(run.out, "(A won 0, B won 1)")) << run.out;
+}
+
+TEST_F(AutotuneApp, MergeFailsOnAMissingOrCorruptInputWithoutWriting) {
+  TuningCache a;
+  a.put(here_.id, here_.fields, tuned_3x3());
+  const fs::path a_file = save(a, "a.yaml"), c_file = path("c.yaml");
+  const Outcome missing =
+      autotune({"merge", a_file.string(), path("b.yaml").string(), "-o", c_file.string()});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, path("b.yaml").string())) << missing.err;
+  EXPECT_FALSE(fs::exists(c_file));
+
+  const fs::path corrupt = path("corrupt.yaml");
+  std::ofstream(corrupt) << "not: [a, cache";
+  const Outcome bad = autotune({"merge", corrupt.string(), a_file.string(), "-o", c_file.string()});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(contains(bad.err, corrupt.string())) << bad.err;
+  EXPECT_FALSE(fs::exists(c_file));
+  EXPECT_TRUE(fs::exists(corrupt)) << "an input is never moved aside";
+}
+
+// ---- diff ----
+
+TEST_F(AutotuneApp, DiffOfEqualCachesExitsZero) {
+  TuningCache a;
+  a.put(here_.id, here_.fields, tuned_3x3());
+  const Outcome run = autotune({"diff", save(a, "a.yaml").string(), save(a, "b.yaml").string()});
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_TRUE(contains(run.out, "the caches make the same decisions")) << run.out;
+
+  // Timings alone (a re-profile that picked the same plans) are not a difference.
+  TuningCache retimed;
+  retimed.put(here_.id, here_.fields, tuned_3x3(/*runs=*/25));
+  EXPECT_EQ(autotune({"diff", path("a.yaml").string(), save(retimed, "c.yaml").string()}).status,
+            0);
+}
+
+TEST_F(AutotuneApp, DiffReportsEveryKindOfDifferenceAndExitsOne) {
+  TuningCache a, b;
+  a.put(here_.id, here_.fields, tuned_3x3());
+  TuningEntry other_choice = tuned_3x3();
+  other_choice.solver = "im2col_gemm";
+  other_choice.config = TuneConfig{{{"chunk", 1}}};
+  b.put(here_.id, here_.fields, other_choice);
+  a.put(here_.id, here_.fields, entry(kKey5x5, {candidate("im2col_gemm", 0.5, 3)}));
+  const std::string key_b = "conv bwd_data mb8 ic1 ih28 iw28 oc6 kh5 kw5 sh1 sw1 ph2 pw2 g1";
+  b.put(here_.id, here_.fields, entry(key_b, {candidate("direct", 4, 3)}));
+  DeviceThresholds t;
+  t.nt = 32;
+  b.set_thresholds(here_.id, here_.fields, t);
+  b.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("im2col_gemm", 2, 4)}));
+
+  const Outcome run = autotune({"diff", save(a, "a.yaml").string(), save(b, "b.yaml").string()});
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_TRUE(contains(run.out, "device " + here_.id + ": 4 difference(s)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "only in A: " + kKey5x5 + ": im2col_gemm - NCHW (0.500 ms)"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "only in B: " + key_b + ": direct - NCHW (4.000 ms)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "different: " + kKey3x3 +
+                                    "\n    A: winograd_f2x3 tiles=8 NCHW (1.500 ms)"
+                                    "\n    B: im2col_gemm chunk=1 NCHW (3.000 ms)"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "thresholds differ:\n    A: not calibrated\n    B: nt 32"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "device cpu-other: only in B (1 entries)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "5 difference(s)")) << run.out;
+}
+
+TEST_F(AutotuneApp, DiffTroubleExitsTwo) {
+  TuningCache a;
+  a.put(here_.id, here_.fields, tuned_3x3());
+  const Outcome run = autotune({"diff", save(a, "a.yaml").string(), path("gone.yaml").string()});
+  EXPECT_EQ(run.status, 2);
+  EXPECT_TRUE(contains(run.err, "no tuning cache at " + path("gone.yaml").string())) << run.err;
+}
+
+}  // namespace
+}  // namespace tunecnn
