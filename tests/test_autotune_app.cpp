@@ -123,7 +123,7 @@ class AutotuneApp : public ::testing::Test {
 TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
   const Outcome overview = autotune({"--help"});
   EXPECT_EQ(overview.status, 0);
-  for (const std::string sub : {"show", "explain", "merge", "diff"}) {
+  for (const std::string sub : {"calibrate", "show", "explain", "merge", "diff"}) {
     EXPECT_TRUE(contains(overview.out, "  " + sub)) << overview.out;
     const Outcome help = autotune({sub, "--help"});
     EXPECT_EQ(help.status, 0) << sub;
@@ -141,7 +141,7 @@ TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {
   const Outcome unknown = autotune({"frobnicate"});
   EXPECT_EQ(unknown.status, 2);
   EXPECT_TRUE(contains(unknown.err, "unknown subcommand 'frobnicate'")) << unknown.err;
-  EXPECT_TRUE(contains(unknown.err, "show, explain, merge, diff")) << unknown.err;
+  EXPECT_TRUE(contains(unknown.err, "calibrate, show, explain, merge, diff")) << unknown.err;
 
   const Outcome option = autotune({"show", "--bogus", "x.yaml"});
   EXPECT_EQ(option.status, 2);
@@ -224,6 +224,25 @@ TEST_F(AutotuneApp, MissingOrCorruptFilesAreErrorsNamingThemAndAreLeftAlone) {
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_.path())) ++files;
   EXPECT_EQ(files, 1) << "nothing moved aside or created next to the input";
+}
+
+// ---- calibrate ----
+
+TEST_F(AutotuneApp, CalibrateStoresThisDevicesThresholdsKeepingItsEntries) {
+  TuningCache cache;
+  cache.put(here_.id, here_.fields, tuned_3x3());
+  const fs::path file = save(cache, "calibrate.yaml");
+  const Outcome run = autotune({"calibrate", "--tune-cache", file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "calibrating " + here_.id)) << run.out;
+  EXPECT_TRUE(contains(run.out, "  calibrate mec_t: ow ")) << run.out;  // progress lines
+  EXPECT_TRUE(contains(run.out, "stored in " + file.string())) << run.out;
+  const TuningCache stored = load(file);
+  const DeviceThresholds t = stored.thresholds(here_.id);
+  EXPECT_TRUE(t.mec_t && t.ct && t.nt);
+  EXPECT_FALSE(t.transform_gbps.empty());
+  EXPECT_TRUE(contains(run.out, "thresholds: mec_t " + std::to_string(*t.mec_t))) << run.out;
+  EXPECT_NE(stored.find(here_.id, kKey3x3), nullptr);
 }
 
 // ---- explain ----

@@ -19,6 +19,8 @@ struct Subcommand {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> list = {
+      {"calibrate", "measure this device's thresholds (MEC's T, Ct/Nt, transform bandwidths)",
+       run_calibrate},
       {"show", "print a tuning cache: devices, thresholds, every decision", run_show},
       {"explain", "why each solver can or cannot run a conv problem key, and its timings",
        run_explain},
@@ -36,7 +38,7 @@ std::string overview() {
       "subcommands:\n";
   for (const Subcommand& sub : subcommands()) {
     std::string left = "  " + std::string(sub.name);
-    left.resize(12, ' ');
+    left.resize(13, ' ');
     text += left + std::string(sub.summary) + "\n";
   }
   return text + "\n`autotune SUBCOMMAND --help` lists a subcommand's options.\n";

@@ -1,5 +1,6 @@
 #include "apps/autotune_cli/describe.h"
 
+#include <iomanip>
 #include <sstream>
 
 namespace tunecnn {
@@ -28,6 +29,7 @@ std::string thresholds_summary(const DeviceThresholds& t) {
   item("nt", t.nt);
   if (!t.transform_gbps.empty()) {
     out << (out.tellp() > 0 ? ", " : "") << "transform_gbps";
+    out << std::setprecision(3);  // GB/s measured to a few percent; more digits are noise
     for (const auto& [pair, gbps] : t.transform_gbps) out << " " << pair << " " << gbps;
   }
   return out.tellp() > 0 ? out.str() : "not calibrated";

@@ -1,0 +1,39 @@
+// autotune calibrate: measures this device's thresholds (MEC's T, the layout thresholds Ct/Nt,
+// transform bandwidths) once and keeps them in the cache, so `--tune off` can decide layers it
+// never profiled.
+#include <ostream>
+
+#include "apps/autotune_cli/describe.h"
+#include "apps/autotune_cli/options.h"
+#include "apps/autotune_cli/subcommands.h"
+#include "autotune/calibration.h"
+#include "autotune/tuning_cache.h"
+
+namespace tunecnn {
+
+int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
+  SubcommandLine cli("autotune calibrate",
+                     "Measures this device's thresholds (MEC's T; Li et al.'s layout thresholds "
+                     "Ct and Nt; layout-transform bandwidths), prints them and stores them in "
+                     "the tuning cache under this device, replacing earlier ones.");
+  cli.common_options();
+  if (!cli.parse(args, out, 0, 0)) return 0;
+  apply_threads(cli.options());
+  const DeviceIdentity device = this_device();
+  const std::filesystem::path path = tune_cache_path(cli.options());
+
+  CalibrationOptions options;
+  options.progress = [&out](const std::string& line) { out << "  " << line << "\n" << std::flush; };
+  out << "calibrating " << device.id << " (" << fingerprint_summary(device.fields) << ")\n";
+  const DeviceThresholds thresholds = calibrate_device(options);
+  out << "thresholds: " << thresholds_summary(thresholds) << "\n";
+
+  const LoadedTuningCache written = update_tuning_cache_file(path, [&](TuningCache& cache) {
+    cache.set_thresholds(device.id, device.fields, thresholds);
+  });
+  for (const std::string& warning : written.warnings) err << "warning: " << warning << "\n";
+  out << "stored in " << path.string() << "\n";
+  return 0;
+}
+
+}  // namespace tunecnn
