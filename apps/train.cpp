@@ -1,5 +1,6 @@
 // train: teaches a model on a data set; with no arguments, LeNet on Fashion-MNIST.
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "apps/training/cli.h"
@@ -7,6 +8,7 @@
 #include "autotune/tuned_planner.h"
 #include "core/error.h"
 #include "models/registry.h"
+#include "ops/conv/registry.h"
 
 namespace {
 
@@ -37,13 +39,16 @@ tunecnn::CommandLine make_command_line() {
   cli.option("log", "", "CSV file with one row per epoch");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
-  cli.option("tune", "cached", "conv tuning: off (no timing: cached entries, else defaults), cached "
-                               "(profile what the cache lacks), full (profile everything); verify "
-                               "is not implemented yet");
+  cli.option("tune", "cached", "conv tuning: off (time nothing: cached entries, else the device "
+                               "thresholds from `autotune calibrate`), cached (profile what the "
+                               "cache lacks), verify (re-time the best few candidates another "
+                               "device's entries name), full (profile everything)");
   cli.option("tune-cache", "", "tuning cache file (default: $TUNECNN_TUNE_CACHE, else "
                                "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml)");
   cli.option("max-workspace", "", "largest conv workspace a tuned candidate may use, in bytes "
                                   "(default: unlimited)");
+  cli.option("force-solver", "", "comma-separated conv solvers to use wherever they run (e.g. "
+                                  "mec or im2col_gemm,winograd_f2x3); other layers are tuned as usual");
   return cli;
 }
 
@@ -70,9 +75,13 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");
   o.tune = cli.get("tune");
-  // An unknown or unimplemented policy fails before any data is loaded.
-  TUNECNN_CHECK(tunecnn::parse_tune_policy(o.tune) != tunecnn::TunePolicy::verify,
-                "--tune verify is not implemented yet; use off, cached or full");
+  tunecnn::parse_tune_policy(o.tune);  // a typo fails here, before any data is loaded
+  std::stringstream forced(cli.get("force-solver"));
+  for (std::string name; std::getline(forced, name, ',');)
+    if (!name.empty()) o.force_solvers.push_back(name);
+  for (const std::string& name : o.force_solvers)
+    TUNECNN_CHECK(tunecnn::find_conv_solver(name) != nullptr, "--force-solver: unknown conv solver '",
+                  name, "'; known: ", tunecnn::conv_solver_names());
   o.tune_cache = cli.get("tune-cache");
   if (cli.has("max-workspace")) {
     const std::string text = cli.get("max-workspace");

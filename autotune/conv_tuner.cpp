@@ -15,6 +15,7 @@
 #include "ops/conv/registry.h"
 #include "ops/conv/verify.h"
 #include "ops/layout/reference.h"
+#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
 namespace {
@@ -23,6 +24,8 @@ namespace {
 constexpr std::int64_t kMaxVerifyMacs = 3'000'000;
 // A noise floor for ties: timings within 2% of the best are indistinguishable on a busy CPU.
 constexpr double kTieFraction = 0.02;
+// A first timed call this many times slower than the best median so far ends a candidate's timing.
+constexpr double kHopelessFactor = 1.5;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;
 
@@ -65,7 +68,7 @@ class Verifier {
     Rng rng(seed);
     args_ = random_conv_args(problem_, rng);
     ConvArgs ref = conv_args_in_layout(args_, Layout::NCHW);
-    run_conv({&direct_conv_solver(), {}}, problem_, ref);
+    run_conv({&direct_conv_solver(), {}, Layout::NCHW}, problem_, ref);
     reference_ = conv_output(ref, problem_.dir);
   }
   const ConvProblem& problem() const { return problem_; }
@@ -74,7 +77,7 @@ class Verifier {
   std::string check(const ConvSolver& solver, const TuneConfig& config, Layout layout) const {
     try {
       ConvArgs args = conv_args_in_layout(args_, layout);
-      run_conv({&solver, config}, problem_, args);
+      run_conv({&solver, config, layout}, problem_, args);
       const Tensor got = convert_layout_reference(conv_output(args, problem_.dir), Layout::NCHW);
       return relative_mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-4 : 1e-10);
     } catch (const Error& e) {
@@ -114,8 +117,11 @@ struct Timing {
 
 // Warm-up (cut short when one call alone exceeds the cap), then timed calls until the median
 // settles, the cap is spent or max_repeats is reached; at least one timed call always runs.
+// A candidate whose first timed call is already far slower than the best so far (`bound_s`
+// seconds; 0: none yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would
+// only measure precisely how much it loses.
 Timing time_calls(const std::function<void()>& call, const ConvTunerOptions& o,
-                  const std::function<double()>& clock) {
+                  const std::function<double()>& clock, double bound_s) {
   for (int i = 0; i < o.warmup; ++i) {
     const double start = clock();
     call();
@@ -123,13 +129,14 @@ Timing time_calls(const std::function<void()>& call, const ConvTunerOptions& o,
   }
   std::vector<double> times;
   double spent = 0;
+  const auto hopeless = [&] { return bound_s > 0 && times.size() == 1 && times[0] > kHopelessFactor * bound_s; };
   do {
     const double start = clock();
     call();
     times.push_back(clock() - start);
     spent += times.back();
   } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
-           !settled(times, o));
+           !settled(times, o) && !hopeless());
   const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
   return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
 }
@@ -158,6 +165,19 @@ class Search {
         for (const TuneConfig& config : solver->configs(problem_))
           try_candidate(*solver, layout, config);
       }
+    }
+  }
+
+  // Candidates named by an earlier entry (another device's): those this build can still run.
+  void try_listed(const std::vector<CandidateResult>& listed, const std::vector<const ConvSolver*>& solvers) {
+    for (const CandidateResult& c : listed) {
+      const auto it = std::find_if(solvers.begin(), solvers.end(),
+                                   [&](const ConvSolver* s) { return s->name() == c.solver; });
+      if (it == solvers.end() || !(*it)->applicable(problem_, nullptr) ||
+          !contains_layout((*it)->layouts(problem_), c.layout) ||
+          !contains_layout(options_.layouts, c.layout))
+        continue;
+      try_candidate(**it, c.layout, c.config);
     }
   }
 
@@ -219,27 +239,15 @@ Timing Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& c
   const ConvArgs& args = it->second;
   Storage storage(workspace_bytes, Device::cpu);
   const Workspace ws{workspace_bytes ? storage.data() : nullptr, workspace_bytes};
-  return time_calls([&] { solver.run(problem_, config, args, ws); }, options_, clock_);
+  double best_s = 0;
+  for (const CandidateResult& r : results_)
+    if (r.correct && r.runs > 0 && (best_s == 0 || r.median_ms / 1e3 < best_s)) best_s = r.median_ms / 1e3;
+  return time_calls([&] { solver.run(problem_, config, args, ws); }, options_, clock_, best_s);
 }
 
-// Among correct candidates, those within the noise of the fastest are ties; the tie goes to the
-// least workspace, then the earliest in enumeration order (registry, layout, config), so equal
-// timings always give the same plan.
 std::size_t choose(const std::vector<CandidateResult>& results) {
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < results.size(); ++i)
-    if (results[i].correct && (!best || results[i].median_ms < results[*best].median_ms)) best = i;
-  const double noise = std::max(results[*best].spread_ms, kTieFraction * results[*best].median_ms);
-  const double limit = results[*best].median_ms + noise;
-  std::size_t pick = *best;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const CandidateResult& c = results[i];
-    if (!c.correct || c.median_ms > limit) continue;
-    if (c.workspace_bytes < results[pick].workspace_bytes ||
-        (c.workspace_bytes == results[pick].workspace_bytes && i < pick))
-      pick = i;
-  }
-  return pick;
+  const CandidateResult* pick = choose_candidate(results, [](const CandidateResult&) { return true; });
+  return static_cast<std::size_t>(pick - results.data());
 }
 
 std::string utc_now_iso() {
@@ -294,6 +302,26 @@ void check_forced_names(const ConvTunerOptions& options,
 
 }  // namespace
 
+// Among eligible correct candidates, those within the noise of the fastest are ties; the tie goes
+// to the least workspace, then the earliest in enumeration order (registry, layout, config), so
+// equal timings always give the same plan.
+const CandidateResult* choose_candidate(const std::vector<CandidateResult>& candidates,
+                                        const std::function<bool(const CandidateResult&)>& eligible) {
+  const auto ok = [&](const CandidateResult& c) { return c.correct && c.runs > 0 && eligible(c); };
+  const CandidateResult* best = nullptr;
+  for (const CandidateResult& c : candidates)
+    if (ok(c) && (best == nullptr || c.median_ms < best->median_ms)) best = &c;
+  if (best == nullptr) return nullptr;
+  const double limit = best->median_ms + std::max(best->spread_ms, kTieFraction * best->median_ms);
+  const CandidateResult* pick = best;
+  for (const CandidateResult& c : candidates) {  // in order: the first of equals stays
+    if (!ok(c) || c.median_ms > limit) continue;
+    if (c.workspace_bytes < pick->workspace_bytes || (c.workspace_bytes == pick->workspace_bytes && &c < pick))
+      pick = &c;
+  }
+  return pick;
+}
+
 ConvProblem verification_problem(const ConvProblem& problem) {
   ConvProblem p = problem;
   p.mb = std::min(p.mb, 2);
@@ -331,25 +359,41 @@ TuningEntry tune_conv(const ConvProblem& problem, const ConvTunerOptions& option
   return search.entry();
 }
 
-ConvLayerPlan tune_conv_layer(const ConvProblem& fwd, const ConvTunerOptions& options,
-                              std::vector<TuningEntry>* entries) {
-  ConvLayerPlan plan;
-  for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
-    TuningEntry entry = tune_conv(fwd.with_dir(dir), options);
-    ConvPlan& slot = dir == Direction::fwd        ? plan.fwd
-                     : dir == Direction::bwd_data ? plan.bwd_data
-                                                  : plan.bwd_weights;
-    slot = plan_from_entry(entry);
-    if (entries != nullptr) entries->push_back(std::move(entry));
-  }
-  return plan;
-}
-
 ConvPlan plan_from_entry(const TuningEntry& entry) {
   const ConvSolver* solver = find_conv_solver(entry.solver);
   TUNECNN_CHECK(solver != nullptr, "tuning entry for '", entry.key, "' names conv solver '",
                 entry.solver, "', which this build does not have");
-  return {solver, entry.config};
+  return {solver, entry.config, entry.layout};
+}
+
+std::vector<CandidateResult> best_per_layout(const std::vector<CandidateResult>& candidates) {
+  std::vector<CandidateResult> best;
+  for (const CandidateResult& c : candidates) {
+    if (!c.correct || c.runs == 0) continue;
+    auto same = std::find_if(best.begin(), best.end(),
+                             [&](const CandidateResult& b) { return b.layout == c.layout; });
+    if (same == best.end())
+      best.push_back(c);
+    else if (c.median_ms < same->median_ms)
+      *same = c;
+  }
+  std::sort(best.begin(), best.end(), [](const CandidateResult& a, const CandidateResult& b) {
+    return a.median_ms < b.median_ms;
+  });
+  return best;
+}
+
+TuningEntry retime_candidates(const ConvProblem& problem, const std::vector<CandidateResult>& shortlist,
+                              const ConvTunerOptions& options) {
+  problem.validate();
+  Search search(problem, options);
+  search.try_listed(shortlist, all_solvers(options));
+  if (!search.has_correct()) {
+    search.warn("conv tuner: none of the " + std::to_string(shortlist.size()) +
+                " candidates carried over for " + problem.key() + " runs here; tuning it fully");
+    return tune_conv(problem, options);
+  }
+  return search.entry();
 }
 
 }  // namespace tunecnn

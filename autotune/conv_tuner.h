@@ -21,8 +21,8 @@ struct ConvTunerOptions {
   int warmup = 1, min_repeats = 5, max_repeats = 30;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
-  // The layouts the caller can run in; Conv2d runs NCHW today.
-  std::vector<Layout> layouts = {Layout::NCHW};
+  // The layouts the caller can run in (conv layers run in any; the layout planner picks).
+  std::vector<Layout> layouts = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
   // --force-solver: only these solver names (empty: all). When none of them yields a correct
   // candidate for a problem (e.g. mec on a grouped conv), the tuner warns and uses all solvers.
   std::vector<std::string> only_solvers;
@@ -38,12 +38,22 @@ struct ConvTunerOptions {
 // can run the problem within the budget.
 TuningEntry tune_conv(const ConvProblem& problem, const ConvTunerOptions& options);
 
-// Tunes all three directions of a forward problem; appends their entries to `entries` when given.
-ConvLayerPlan tune_conv_layer(const ConvProblem& fwd, const ConvTunerOptions& options,
-                              std::vector<TuningEntry>* entries);
-
 // The runnable plan an entry describes; throws Error when it names a solver this build lacks.
 ConvPlan plan_from_entry(const TuningEntry& entry);
+
+// The tuner's choice among the correct, timed candidates that `eligible` accepts: within the noise
+// of the fastest, the least workspace, then the earliest. nullptr when none qualifies.
+const CandidateResult* choose_candidate(const std::vector<CandidateResult>& candidates,
+                                        const std::function<bool(const CandidateResult&)>& eligible);
+
+// The fastest correct, timed candidate in each layout, fastest first: at most one per layout.
+std::vector<CandidateResult> best_per_layout(const std::vector<CandidateResult>& candidates);
+
+// `--tune verify`: checks and re-times only `shortlist` (typically best_per_layout of another
+// device's entry) on this device and returns the entry they make. Falls back to a full tune_conv,
+// with a warning, when none of them runs correctly here.
+TuningEntry retime_candidates(const ConvProblem& problem, const std::vector<CandidateResult>& shortlist,
+                              const ConvTunerOptions& options);
 
 // The same geometry at batch 2 with the spatial size reduced until the reference is cheap;
 // kernel, stride, padding and channels kept. The tuner checks candidates on it.

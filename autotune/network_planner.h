@@ -25,7 +25,6 @@ struct ConvLayerReport {
   double tuned_ms = 0;  // the plan's medians, three directions summed (0 when nothing was timed)
   double default_ms = 0;  // the untuned default's (first applicable NCHW) medians, when timed
   std::size_t workspace_bytes = 0;  // the largest of the three directions
-  bool from_cache = false;          // all three directions came from the cache
 };
 
 struct NetworkPlanReport {
@@ -38,8 +37,9 @@ class NetworkPlanner {
  public:
   explicit NetworkPlanner(std::shared_ptr<TunedConvPlanner> tuner);
 
-  // Plans `model` for inputs of `input_shape` (batch first) and installs the plans.
-  NetworkPlanReport plan(Module& model, const Shape& input_shape);
+  // Plans `model` for inputs of `input_shape` (batch first) and installs the plans. For
+  // ConvUse::inference only the forward pass is tuned and costed.
+  NetworkPlanReport plan(Module& model, const Shape& input_shape, ConvUse use = ConvUse::training);
 
   // Called before each key is profiled: (index from 1, keys to profile, key).
   std::function<void(int, int, const std::string&)> on_profile;

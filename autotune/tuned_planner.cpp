@@ -2,24 +2,41 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <iostream>
+#include <set>
 #include <utility>
 
+#include "autotune/calibration.h"
 #include "core/error.h"
 #include "ops/conv/registry.h"
+#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
 namespace {
+
+constexpr double kUnmeasuredTransformMs = 1e6;
+constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+
+std::vector<Direction> directions(ConvUse use) {
+  if (use == ConvUse::inference) return {Direction::fwd};
+  return {std::begin(kDirections), std::end(kDirections)};
+}
+
+std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout layout) {
+  for (const ConvSolver* solver : cpu_conv_solvers())
+    if (contains_layout(solver->layouts(problem), layout) && solver->applicable(problem, nullptr))
+      return ConvPlan{solver, solver->configs(problem).front(), layout};
+  return std::nullopt;
+}
 
 double steady_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-bool has_layout(const std::vector<Layout>& layouts, Layout layout) {
-  for (Layout l : layouts)
-    if (l == layout) return true;
-  return false;
+ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
+  return dir == Direction::fwd ? plan.fwd : dir == Direction::bwd_data ? plan.bwd_data : plan.bwd_weights;
 }
 
 }  // namespace
@@ -50,10 +67,6 @@ TunedConvPlanner::TunedConvPlanner(TunePolicy policy, std::filesystem::path cach
       options_(std::move(options)),
       device_id_(std::move(device_id)),
       device_fields_(std::move(device_fields)) {
-  TUNECNN_CHECK(policy_ != TunePolicy::verify,
-                "--tune verify is not implemented yet; use off, cached or full");
-  TUNECNN_CHECK(options_.layouts == std::vector<Layout>{Layout::NCHW},
-                "conv layers run in NCHW only, so the tuner's layouts must be {NCHW}");
   TUNECNN_CHECK(!device_id_.empty(), "TunedConvPlanner: empty device id");
   LoadedTuningCache loaded = load_tuning_cache(cache_path_);
   for (const std::string& w : loaded.warnings) warn(w);
@@ -67,79 +80,123 @@ void TunedConvPlanner::warn(const std::string& message) const {
     std::cerr << "warning: " << message << "\n";
 }
 
-ConvLayerPlan TunedConvPlanner::plan(const ConvProblem& fwd_problem) {
-  std::lock_guard lock(mutex_);
-  ConvLayerPlan out;
-  out.fwd = resolve(fwd_problem.with_dir(Direction::fwd));
-  out.bwd_data = resolve(fwd_problem.with_dir(Direction::bwd_data));
-  out.bwd_weights = resolve(fwd_problem.with_dir(Direction::bwd_weights));
-  return out;
+// ---- which cached candidates still run here ---------------------------------------------------
+
+const ConvSolver* TunedConvPlanner::solver_named(const std::string& name) const {
+  for (const ConvSolver* s : options_.solvers)
+    if (s->name() == name) return s;
+  return find_conv_solver(name);
 }
 
-bool TunedConvPlanner::usable(const TuningEntry& entry, const ConvProblem& problem, ConvPlan& plan,
-                              std::string& why) const {
-  const ConvSolver* solver = nullptr;
-  for (const ConvSolver* s : options_.solvers)
-    if (s->name() == entry.solver) solver = s;
-  if (solver == nullptr) solver = find_conv_solver(entry.solver);
-  if (solver == nullptr) {
-    why = "names solver '" + entry.solver + "', which this build does not have";
-    return false;
+bool TunedConvPlanner::runnable(const CandidateResult& c, const ConvProblem& problem) const {
+  const ConvSolver* solver = solver_named(c.solver);
+  return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
+         solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
+         solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
+}
+
+bool TunedConvPlanner::forced(const std::string& solver) const {
+  return std::find(options_.only_solvers.begin(), options_.only_solvers.end(), solver) !=
+         options_.only_solvers.end();
+}
+
+// Runnable, and, under --force-solver, one of the forced solvers whenever any of them runs this
+// problem (as in the tuner: the others only stand in when no forced solver can).
+bool TunedConvPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
+                                const ConvProblem& problem) const {
+  if (!runnable(c, problem)) return false;
+  if (options_.only_solvers.empty() || forced(c.solver)) return true;
+  return std::none_of(entry.candidates.begin(), entry.candidates.end(), [&](const CandidateResult& o) {
+    return o.correct && o.runs > 0 && forced(o.solver) && runnable(o, problem);
+  });
+}
+
+bool TunedConvPlanner::usable(const TuningEntry& entry, const ConvProblem& problem) const {
+  const bool any = choose_candidate(entry.candidates, [&](const CandidateResult& c) {
+                     return eligible(entry, c, problem);
+                   }) != nullptr;
+  // An entry made without forcing may lack a forced solver that applies: tune it again.
+  if (!any || options_.only_solvers.empty()) return any;
+  for (const std::string& name : options_.only_solvers) {
+    const ConvSolver* solver = solver_named(name);
+    const bool measured = std::any_of(entry.candidates.begin(), entry.candidates.end(),
+                                      [&](const CandidateResult& c) { return c.solver == name; });
+    if (solver != nullptr && solver->applicable(problem, nullptr) && !measured) return false;
   }
-  if (!has_layout(options_.layouts, entry.layout)) {
-    why = "runs in " + std::string(to_string(entry.layout)) + ", which conv layers cannot use";
-    return false;
-  }
-  std::string reason;
-  if (!solver->applicable(problem, &reason)) {
-    why = "solver " + entry.solver + " no longer applies (" + reason + ")";
-    return false;
-  }
-  if (solver->workspace_bytes(problem, entry.config) > options_.max_workspace_bytes) {
-    why = "solver " + entry.solver + " needs more workspace than --max-workspace allows";
-    return false;
-  }
-  plan = {solver, entry.config};
   return true;
 }
 
-ConvPlan TunedConvPlanner::resolve(const ConvProblem& problem) {
+// Another device's entry for this key: the one whose fingerprint shares the most fields with
+// ours (the same CPU model and ISA first), then the most timed runs.
+const TuningEntry* TunedConvPlanner::foreign_entry(const std::string& key) const {
+  const TuningEntry* best = nullptr;
+  int best_shared = -1;
+  for (const auto& [id, device] : cache_.devices()) {
+    if (id == device_id_) continue;
+    auto it = device.entries.find(key);
+    if (it == device.entries.end()) continue;
+    int shared = 0;
+    for (const auto& [field, value] : device.fingerprint) {
+      auto mine = device_fields_.find(field);
+      shared += mine != device_fields_.end() && mine->second == value;
+    }
+    if (shared > best_shared) best = &it->second, best_shared = shared;
+  }
+  return best;
+}
+
+// ---- resolving one direction ------------------------------------------------------------------
+
+const TuningEntry& TunedConvPlanner::remember(TuningEntry entry) {
+  const std::string key = entry.key;
+  return resolved_[key] = std::move(entry);
+}
+
+bool TunedConvPlanner::would_profile(const ConvProblem& problem) const {
+  if (policy_ == TunePolicy::off) return false;
+  if (resolved_.count(problem.key())) return false;
+  if (policy_ == TunePolicy::full) return true;
+  const TuningEntry* entry = cache_.find(device_id_, problem.key());
+  return entry == nullptr || !usable(*entry, problem);
+}
+
+const TuningEntry* TunedConvPlanner::resolve(const ConvProblem& problem) {
   const std::string key = problem.key();
-  if (auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+  if (auto it = resolved_.find(key); it != resolved_.end()) return &it->second;
+  if (missing_.count(key)) return nullptr;
   ++stats_.keys;
-  ConvPlan plan;
   if (policy_ != TunePolicy::full) {
     if (const TuningEntry* entry = cache_.find(device_id_, key)) {
-      std::string why;
-      if (usable(*entry, problem, plan, why)) {
+      if (usable(*entry, problem)) {
         ++stats_.from_cache;
-        return resolved_[key] = plan;
+        return &remember(*entry);
       }
-      warn("tuning cache " + cache_path_.string() + ": the entry for " + key + " " + why +
-           (policy_ == TunePolicy::off ? "; using the untuned default" : "; re-tuning it"));
+      warn("tuning cache " + cache_path_.string() + ": no candidate of the entry for " + key +
+           " runs here any more (solver gone, not applicable, or over --max-workspace)" +
+           (policy_ == TunePolicy::off ? "; deciding it from the thresholds" : "; re-tuning it"));
     }
   }
   if (policy_ == TunePolicy::off) {
     ++stats_.defaults;
-    plan = FirstApplicablePlanner(Layout::NCHW).plan(problem.with_dir(Direction::fwd))
-               .for_direction(problem.dir);
-    return resolved_[key] = plan;
+    missing_[key] = true;
+    return nullptr;
   }
-  plan = profile(problem);
-  return resolved_[key] = plan;
-}
-
-ConvPlan TunedConvPlanner::profile(const ConvProblem& problem) {
+  if (on_profile) on_profile(key);
   const double start = steady_seconds();
-  TuningEntry entry = tune_conv(problem, options_);
+  TuningEntry entry;
+  const TuningEntry* foreign = policy_ == TunePolicy::verify ? foreign_entry(key) : nullptr;
+  if (foreign != nullptr) {
+    const std::vector<CandidateResult> shortlist = best_per_layout(foreign->candidates);
+    entry = retime_candidates(problem, shortlist, options_);
+    ++stats_.verified;
+    stats_.retimed_candidates += static_cast<int>(entry.candidates.size());
+  } else {
+    entry = tune_conv(problem, options_);
+    ++stats_.profiled;
+  }
   stats_.profile_seconds += steady_seconds() - start;
-  ++stats_.profiled;
-  ConvPlan plan;
-  std::string why;
-  // A fresh entry always names a runnable solver; resolve it the same way as a cached one.
-  if (!usable(entry, problem, plan, why)) plan = plan_from_entry(entry);
   store(entry);
-  return plan;
+  return &remember(std::move(entry));
 }
 
 void TunedConvPlanner::store(const TuningEntry& entry) {
@@ -161,6 +218,130 @@ void TunedConvPlanner::store(const TuningEntry& entry) {
   cache_.put(device_id_, device_fields_, entry);
 }
 
+int TunedConvPlanner::pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use) const {
+  std::lock_guard lock(mutex_);
+  std::set<std::string> keys;
+  for (const ConvProblem& fwd : fwd_problems)
+    for (Direction dir : directions(use))
+      if (would_profile(fwd.with_dir(dir))) keys.insert(fwd.with_dir(dir).key());
+  return static_cast<int>(keys.size());
+}
+
+// ---- from entries to plans ----------------------------------------------------------------------
+
+std::optional<LayerEntries> TunedConvPlanner::layer_entries(const ConvProblem& fwd_problem,
+                                                            ConvUse use) {
+  std::lock_guard lock(mutex_);
+  LayerEntries entries;
+  bool complete = true;
+  for (Direction dir : directions(use)) {  // every direction, so `off` counts each missing key
+    const TuningEntry* entry = resolve(fwd_problem.with_dir(dir));
+    if (entry != nullptr) entries[static_cast<int>(dir)] = *entry;
+    complete = complete && entry != nullptr;
+  }
+  if (!complete) return std::nullopt;
+  return entries;
+}
+
+const CandidateResult* TunedConvPlanner::best_in_layout(const TuningEntry& entry,
+                                                        const ConvProblem& problem,
+                                                        Layout layout) const {
+  return choose_candidate(entry.candidates, [&](const CandidateResult& c) {
+    return c.layout == layout && eligible(entry, c, problem);
+  });
+}
+
+std::optional<ConvLayerPlan> TunedConvPlanner::plan_in_layout(const ConvProblem& fwd_problem,
+                                                              const LayerEntries& entries,
+                                                              Layout layout) const {
+  ConvLayerPlan plan;
+  for (Direction dir : kDirections) {
+    const TuningEntry& entry = entries[static_cast<int>(dir)];
+    const ConvProblem problem = fwd_problem.with_dir(dir);
+    if (entry.key.empty()) {  // never run: any solver of this layout will do
+      std::optional<ConvPlan> any = first_applicable_in(problem, layout);
+      if (!any) return std::nullopt;
+      slot(plan, dir) = *any;
+      continue;
+    }
+    const CandidateResult* best = best_in_layout(entry, problem, layout);
+    if (best == nullptr) return std::nullopt;
+    slot(plan, dir) = {solver_named(best->solver), best->config, layout};
+  }
+  return plan;
+}
+
+std::array<double, kLayoutCount> TunedConvPlanner::layout_costs(const ConvProblem& fwd_problem,
+                                                                const LayerEntries& entries) const {
+  std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
+  for (int l = 0; l < kLayoutCount; ++l) {
+    double total = 0;
+    for (Direction dir : kDirections) {
+      if (entries[static_cast<int>(dir)].key.empty()) continue;
+      const CandidateResult* best = best_in_layout(entries[static_cast<int>(dir)],
+                                                   fwd_problem.with_dir(dir), static_cast<Layout>(l));
+      total += best != nullptr ? best->median_ms : kCannotRun;
+    }
+    costs[l] = total;
+  }
+  return costs;
+}
+
+ConvLayerPlan TunedConvPlanner::untimed_plan(const ConvProblem& fwd_problem) {
+  std::lock_guard lock(mutex_);
+  const DeviceThresholds thresholds = cache_.thresholds(device_id_);
+  if (thresholds.ct || thresholds.nt || thresholds.mec_t)
+    return threshold_plan(fwd_problem, thresholds, options_.max_workspace_bytes);
+  return FirstApplicablePlanner(Layout::NCHW).plan(fwd_problem);
+}
+
+double TunedConvPlanner::transform_cost(const Shape& shape, Layout from, Layout to) {
+  std::lock_guard lock(mutex_);
+  if (from == to) return 0;
+  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * sizeof(float);
+  std::optional<double> ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
+  if (!ms && policy_ != TunePolicy::off) {
+    CalibrationOptions calibration;
+    calibration.timing = options_;
+    store_transform_bandwidths(calibrate_transforms(calibration));
+    ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
+  }
+  // Uncalibrated under `off`: a cost so high that layers share a layout wherever they can, yet
+  // finite, so a layer fixed in another layout still gets its transform.
+  if (!ms) return kUnmeasuredTransformMs;
+  return 2 * *ms;  // the activation forward, its gradient backward
+}
+
+void TunedConvPlanner::store_transform_bandwidths(const std::map<std::string, double>& gbps) {
+  const auto add = [&](TuningCache& cache) {
+    DeviceThresholds t = cache.thresholds(device_id_);
+    t.transform_gbps = gbps;
+    cache.set_thresholds(device_id_, device_fields_, t);
+  };
+  if (!save_failed_) {
+    try {
+      LoadedTuningCache written = update_tuning_cache_file(cache_path_, add);
+      cache_ = std::move(written.cache);
+      return;
+    } catch (const std::exception& e) {
+      save_failed_ = true;
+      warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e));
+    }
+  }
+  add(cache_);
+}
+
+ConvLayerPlan TunedConvPlanner::plan(const ConvProblem& fwd_problem) {
+  const std::optional<LayerEntries> entries = layer_entries(fwd_problem);
+  if (!entries) return untimed_plan(fwd_problem);
+  // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
+  LayoutNode conv{fwd_problem.src_shape(), layout_costs(fwd_problem, *entries)};
+  LayoutNode consumer{fwd_problem.dst_shape(), {0, kCannotRun, kCannotRun}};
+  const LayoutAssignment chosen = plan_layouts(
+      {conv, consumer}, [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });
+  return *plan_in_layout(fwd_problem, *entries, chosen.layouts[0]);
+}
+
 TunedPlannerStats TunedConvPlanner::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
@@ -172,8 +353,20 @@ std::string TunedConvPlanner::summary() const {
   std::snprintf(seconds, sizeof seconds, "%.1f", s.profile_seconds);
   std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
                     " conv problems, " + std::to_string(s.from_cache) + " from cache, " +
-                    std::to_string(s.profiled) + " profiled in " + seconds + " s";
-  if (s.defaults > 0) out += ", " + std::to_string(s.defaults) + " untuned defaults";
+                    std::to_string(s.profiled) + " profiled";
+  if (s.verified > 0)
+    out += ", " + std::to_string(s.verified) + " verified (" + std::to_string(s.retimed_candidates) +
+           " candidates re-timed)";
+  out += " in " + std::string(seconds) + " s";
+  if (s.defaults > 0) {
+    const bool calibrated = [&] {
+      std::lock_guard lock(mutex_);
+      const DeviceThresholds t = cache_.thresholds(device_id_);
+      return t.ct || t.nt || t.mec_t;
+    }();
+    out += ", " + std::to_string(s.defaults) +
+           (calibrated ? " decided by the device thresholds" : " untuned defaults (no calibration)");
+  }
   return out + " (cache " + cache_path_.string() + ")";
 }
 

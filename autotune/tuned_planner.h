@@ -1,26 +1,34 @@
 #pragma once
-// The planner `train` installs: each conv problem key gets its plan from the tuning cache or from
-// the tuner, according to the --tune policy, and every decision it profiles is added to the YAML
-// cache (atomically, under the file lock, keeping what other processes wrote).
+// The planner `train` and `autotune profile` install: each conv problem key gets its tuning entry
+// from the cache or the tuner, according to the --tune policy, and every entry it measures is
+// added to the YAML cache (atomically, under the file lock, keeping what other processes wrote).
 //
-//   off     times nothing: a cached entry for this device when there is one, otherwise the
-//           untuned default (FirstApplicablePlanner's choice). Once device calibration exists,
-//           the device thresholds (MEC's T, Li et al.'s Ct/Nt) will drive `off` instead.
-//   cached  a cached entry for this device when there is one and its solver still applies;
-//           otherwise profile (tune_conv) and store the result.
+//   off     times nothing: this device's cached entries when there are some; otherwise the
+//           device thresholds (calibration.h) decide (threshold_plan), or, on an uncalibrated
+//           device, the untuned default (FirstApplicablePlanner's NCHW choice).
+//   cached  this device's entry when it is there and still runs here; otherwise profile
+//           (tune_conv) and store the result.
+//   verify  like cached, but a key this device lacks and another device has is a starting
+//           point: only the best candidate of each layout there (at most 3) is checked and
+//           re-timed here (retime_candidates), then stored under this device.
 //   full    profile every key and store the result, whatever the cache holds.
-//   verify  parsed, but not implemented yet: the constructor rejects it.
 //
-// Each key is resolved at most once per planner (keys are deduped across layers and calls).
-// Only NCHW solvers run inside Conv2d today, so the tuner's layouts must stay {NCHW}.
+// An entry keeps every candidate in every layout; a layer's plan takes, for the layout the layer
+// runs in, each direction's best candidate in that layout. The layout comes from the network
+// planner's DP (network_planner.h), or, for a layer planned alone (plan()), from the layer's own
+// costs plus the transforms from and back to NCHW. Each key is resolved at most once per planner.
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "autotune/conv_tuner.h"
+#include "autotune/layout_plan.h"
 #include "autotune/tuning_cache.h"
 #include "ops/conv/plan.h"
 
@@ -34,33 +42,76 @@ std::string_view to_string(TunePolicy policy);
 
 struct TunedPlannerStats {
   int keys = 0;            // distinct direction problems planned
-  int from_cache = 0;      // used a cached entry
-  int profiled = 0;        // tuned in this process
-  int defaults = 0;        // `off` with no usable entry: the untuned default
+  int from_cache = 0;      // used this device's cached entry
+  int profiled = 0;        // tuned in full in this process
+  int verified = 0;        // carried over from another device and re-timed (verify)
+  int retimed_candidates = 0;  // candidates re-timed by verify, over all verified keys
+  int defaults = 0;        // `off` with no usable entry: thresholds or the untuned default
   double profile_seconds = 0;  // wall time inside the tuner (steady clock, never options.clock)
 };
+
+// The three directions' entries of one layer, fwd, bwd_data, bwd_weights. For a shape only ever
+// run forward (evaluation batches) the backward entries are left empty (no key).
+using LayerEntries = std::array<TuningEntry, 3>;
+
+// Whether a shape is trained on (all three directions matter) or only evaluated (forward only).
+enum class ConvUse { training, inference };
 
 class TunedConvPlanner final : public ConvPlanner {
  public:
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
-  // aside and reported through options.warn). Throws Error for TunePolicy::verify, or when
-  // options.layouts is not {NCHW}.
+  // aside and reported through options.warn).
   TunedConvPlanner(TunePolicy policy, std::filesystem::path cache_path, ConvTunerOptions options,
                    std::string device_id, std::map<std::string, std::string> device_fields);
 
+  // A layer planned on its own: its input arrives, and its output leaves, in NCHW.
   ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
 
+  // The entries behind a layer, resolved per the policy; nullopt under `off` when this device has
+  // no usable entry for one of the directions that `use` needs.
+  std::optional<LayerEntries> layer_entries(const ConvProblem& fwd_problem,
+                                            ConvUse use = ConvUse::training);
+  // Milliseconds per step in each layout (kCannotRun where some direction has no usable measured
+  // candidate in it), over the directions the entries hold.
+  std::array<double, kLayoutCount> layout_costs(const ConvProblem& fwd_problem,
+                                                const LayerEntries& entries) const;
+  // Each direction's best usable candidate in `layout`; nullopt when some direction has none.
+  // Directions without an entry (inference) get the first applicable solver in that layout.
+  std::optional<ConvLayerPlan> plan_in_layout(const ConvProblem& fwd_problem,
+                                              const LayerEntries& entries, Layout layout) const;
+  // The `off` plan: thresholds, or the untuned default on an uncalibrated device.
+  ConvLayerPlan untimed_plan(const ConvProblem& fwd_problem);
+  // Forward plus backward transform of an activation of this shape, in milliseconds, from this
+  // device's measured bandwidths (measured now and stored when missing, except under `off`).
+  double transform_cost(const Shape& shape, Layout from, Layout to);
+
+  // How many of these layers' direction keys the policy would profile or re-time now.
+  int pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use = ConvUse::training) const;
+  // Called before each key is profiled or re-timed, with the key.
+  std::function<void(const std::string&)> on_profile;
+
+  TunePolicy policy() const { return policy_; }
   TunedPlannerStats stats() const;
   // "tuning (cached): 6 conv problems, 4 from cache, 2 profiled in 1.3 s (cache FILE)".
   std::string summary() const;
   const std::filesystem::path& cache_path() const { return cache_path_; }
+  const std::string& device_id() const { return device_id_; }
+  const ConvTunerOptions& options() const { return options_; }
 
  private:
-  ConvPlan resolve(const ConvProblem& problem);  // one direction; mutex held
-  bool usable(const TuningEntry& entry, const ConvProblem& problem, ConvPlan& plan,
-              std::string& why) const;
-  ConvPlan profile(const ConvProblem& problem);
+  const TuningEntry* resolve(const ConvProblem& problem);  // one direction; mutex held
+  const ConvSolver* solver_named(const std::string& name) const;
+  bool runnable(const CandidateResult& c, const ConvProblem& problem) const;
+  bool forced(const std::string& solver) const;
+  bool eligible(const TuningEntry& entry, const CandidateResult& c, const ConvProblem& problem) const;
+  bool usable(const TuningEntry& entry, const ConvProblem& problem) const;
+  const CandidateResult* best_in_layout(const TuningEntry& entry, const ConvProblem& problem,
+                                        Layout layout) const;
+  const TuningEntry* foreign_entry(const std::string& key) const;
+  bool would_profile(const ConvProblem& problem) const;
+  const TuningEntry& remember(TuningEntry entry);
   void store(const TuningEntry& entry);
+  void store_transform_bandwidths(const std::map<std::string, double>& gbps);
   void warn(const std::string& message) const;
 
   TunePolicy policy_;
@@ -68,11 +119,12 @@ class TunedConvPlanner final : public ConvPlanner {
   ConvTunerOptions options_;
   std::string device_id_;
   std::map<std::string, std::string> device_fields_;
-  TuningCache cache_;                       // the file as last read or written
-  std::map<std::string, ConvPlan> resolved_;  // by direction problem key
+  TuningCache cache_;                           // the file as last read or written
+  std::map<std::string, TuningEntry> resolved_;  // by direction problem key
+  std::map<std::string, bool> missing_;          // `off` keys without a usable entry
   TunedPlannerStats stats_;
   bool save_failed_ = false;
-  mutable std::mutex mutex_;
+  mutable std::recursive_mutex mutex_;
 };
 
 }  // namespace tunecnn

@@ -1,12 +1,16 @@
 // The tuned conv planner behind `train --tune`: cache hits time nothing (a fake clock counts
-// calls), `full` re-tunes, `off` never times, keys are deduped, other devices' entries are not
-// used, stale entries are re-tuned, and the file it writes round-trips. No real-time assertions.
+// calls), `full` re-tunes, `off` never times and follows the thresholds, keys are deduped, other
+// devices' entries are not used except by `verify` (which re-times at most one candidate per
+// layout), --force-solver is honoured, stale entries are re-tuned, and the file it writes
+// round-trips. No real-time assertions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "autotune/calibration.h"
 #include "autotune/tuned_planner.h"
 #include "core/error.h"
 #include "ops/conv/registry.h"
@@ -168,9 +172,13 @@ TEST(TunedPlanner, WrittenCacheRoundTrips) {
   for (Direction d : kDirs) {
     const TuningEntry* entry = loaded.cache.find("cpu-test", kSmall.with_dir(d).key());
     ASSERT_NE(entry, nullptr);
-    EXPECT_EQ(entry->solver, plan.for_direction(d).solver->name());
-    EXPECT_EQ(entry->config, plan.for_direction(d).config);
-    EXPECT_FALSE(entry->candidates.empty());
+    // The layer runs each direction's best candidate in the layer's layout.
+    const ConvPlan& chosen = plan.for_direction(d);
+    EXPECT_EQ(chosen.layout, plan.layout());
+    const bool measured = std::any_of(entry->candidates.begin(), entry->candidates.end(), [&](const auto& c) {
+      return c.solver == chosen.solver->name() && c.config == chosen.config && c.layout == chosen.layout;
+    });
+    EXPECT_TRUE(measured) << chosen.solver->name();
   }
   std::ifstream in(file);
   std::stringstream text;
@@ -180,20 +188,92 @@ TEST(TunedPlanner, WrittenCacheRoundTrips) {
   EXPECT_EQ(parse_tuning_cache(text.str(), file.string(), warnings), loaded.cache);
 }
 
-TEST(TunedPlanner, PolicyParsingAndVerifyRejected) {
+TEST(TunedPlanner, PolicyParsing) {
   EXPECT_EQ(parse_tune_policy("off"), TunePolicy::off);
   EXPECT_EQ(parse_tune_policy("cached"), TunePolicy::cached);
   EXPECT_EQ(parse_tune_policy("full"), TunePolicy::full);
   EXPECT_EQ(parse_tune_policy("verify"), TunePolicy::verify);
   EXPECT_THROW(parse_tune_policy("sometimes"), Error);
+}
+
+TEST(TunedPlanner, VerifyRetimesAtMostOneCandidatePerLayoutFromAnotherDevice) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  Harness other;
+  other.planner(TunePolicy::cached, file, "cpu-other")->plan(kSmall);
+  const TuningCache before = load_tuning_cache(file).cache;
+  Harness here;
+  auto p = here.planner(TunePolicy::verify, file, "cpu-here");
+  const ConvLayerPlan plan = p->plan(kSmall);
+  EXPECT_GT(here.calls, 0);
+  EXPECT_EQ(p->stats().verified, 3);
+  EXPECT_EQ(p->stats().profiled, 0);
+  EXPECT_LE(p->stats().retimed_candidates, 3 * 3);
+  const TuningCache after = load_tuning_cache(file).cache;
+  for (Direction d : kDirs) {
+    const std::string key = kSmall.with_dir(d).key();
+    const TuningEntry* mine = after.find("cpu-here", key);
+    ASSERT_NE(mine, nullptr) << key;
+    EXPECT_LE(mine->candidates.size(), 3u);
+    EXPECT_LT(mine->candidates.size(), before.find("cpu-other", key)->candidates.size());
+    EXPECT_EQ(plan.for_direction(d).layout, plan.layout());
+  }
+  // A second verify run finds this device's entries and times nothing.
+  Harness again;
+  auto q = again.planner(TunePolicy::verify, file, "cpu-here");
+  q->plan(kSmall);
+  EXPECT_EQ(again.calls, 0);
+  EXPECT_EQ(q->stats().from_cache, 3);
+}
+
+TEST(TunedPlanner, VerifyWithoutAnyOtherDeviceTunesInFull) {
   testing::TempDir dir;
   Harness h;
-  try {
-    h.planner(TunePolicy::verify, dir.path() / "tuning.yaml");
-    FAIL() << "verify was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("not implemented yet"), std::string::npos) << e.message();
+  auto p = h.planner(TunePolicy::verify, dir.path() / "tuning.yaml");
+  p->plan(kSmall);
+  EXPECT_EQ(p->stats().profiled, 3);
+  EXPECT_EQ(p->stats().verified, 0);
+}
+
+TEST(TunedPlanner, ForcedSolverIsUsedEvenWhenTheCacheChoseAnother) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  Harness first;
+  first.planner(TunePolicy::cached, file)->plan(k5x5);
+  for (const char* forced : {"mec", "direct_chwn", "im2col_gemm"}) {
+    Harness h;
+    ConvTunerOptions o = h.options();
+    o.only_solvers = {forced};
+    TunedConvPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
+    const ConvLayerPlan plan = p.plan(k5x5);
+    for (Direction d : kDirs) EXPECT_EQ(plan.for_direction(d).solver->name(), forced) << forced;
   }
+  // A forced solver that cannot run the problem (MEC needs groups 1) leaves the others in play.
+  ConvProblem grouped = k5x5;
+  grouped.g = 2;
+  Harness h;
+  ConvTunerOptions o = h.options();
+  o.only_solvers = {"mec"};
+  TunedConvPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
+  EXPECT_NE(p.plan(grouped).fwd.solver->name(), "mec");
+}
+
+TEST(TunedPlanner, OffFollowsTheDeviceThresholds) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  DeviceThresholds t;
+  t.ct = 8;  // C < 8: CHWN
+  t.nt = 1024;
+  t.mec_t = 16;
+  update_tuning_cache_file(file, [&](TuningCache& c) { c.set_thresholds("cpu-test", {{"model", "x"}}, t); });
+  Harness h;
+  auto off = h.planner(TunePolicy::off, file);
+  const ConvLayerPlan plan = off->plan(kSmall);  // 3 input channels
+  EXPECT_EQ(h.calls, 0);
+  EXPECT_EQ(off->stats().defaults, 3);
+  EXPECT_EQ(plan.layout(), Layout::CHWN);
+  EXPECT_EQ(plan.fwd.solver->name(), threshold_plan(kSmall, t, SIZE_MAX).fwd.solver->name());
+  EXPECT_NE(off->summary().find("decided by the device thresholds"), std::string::npos) << off->summary();
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "apps/training/data_sources.h"
 #include "apps/training/progress.h"
 #include "autotune/fingerprint.h"
+#include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "core/checkpoint.h"
 #include "core/lr_schedule.h"
@@ -126,6 +127,7 @@ void Run::install_tuner() {
   const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
   ConvTunerOptions options;
   options.max_workspace_bytes = o_.max_workspace;
+  options.only_solvers = o_.force_solvers;
   tuner_ = std::make_shared<TunedConvPlanner>(
       policy, o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache, options,
       device_id(fields), fields);
@@ -133,22 +135,25 @@ void Run::install_tuner() {
   set_default_conv_planner(tuner_);
 }
 
-// Every batch size the run will use: full and last training batches, full and last test batches.
+// Every batch size the run will use: full and last training batches (all three conv directions),
+// full and last test batches (forward only, unless a training batch has the same size).
 void Run::prepare_plans() {
   if (!tuner_) return;
   const std::int64_t n_train = data_.train->size(), n_test = data_.test->size();
   const std::int64_t bs = o_.batch_size;
-  std::set<std::int64_t> sizes = {std::min(bs, n_train), n_train % bs, std::min<std::int64_t>(kEvalBatch, n_test),
-                                  n_test % kEvalBatch};
-  sizes.erase(0);
-  NoGradGuard no_grad;
-  model_->eval();
-  for (std::int64_t size : sizes) {
+  std::set<std::int64_t> train_sizes = {std::min(bs, n_train), n_train % bs};
+  std::set<std::int64_t> test_sizes = {std::min<std::int64_t>(kEvalBatch, n_test), n_test % kEvalBatch};
+  train_sizes.erase(0);
+  test_sizes.erase(0);
+  NetworkPlanner planner(tuner_);
+  const auto plan_for = [&](std::int64_t size, ConvUse use) {
     Shape shape = data_.train->example_shape();
     shape.insert(shape.begin(), size);
-    model_->forward(Variable(Tensor::zeros(shape)));
-  }
-  model_->train();
+    planner.plan(*model_, shape, use);
+  };
+  for (std::int64_t size : train_sizes) plan_for(size, ConvUse::training);
+  for (std::int64_t size : test_sizes)
+    if (!train_sizes.count(size)) plan_for(size, ConvUse::inference);
   if (!o_.quiet) out_ << tuner_->summary() << "\n";
 }
 
@@ -200,15 +205,20 @@ void Run::resume() {
     out_ << "resumed from " << path.string() << " at epoch " << epoch_ + 1 << ", batch " << next_batch_ << "\n";
 }
 
+// "conv1: NCHW, fwd winograd_f2x3 [tiles=8], bwd_data ..., bwd_weights ...  (key)".
 void Run::print_plans() {
   if (o_.quiet) return;
+  const auto describe = [](const ConvPlan& p) {
+    std::string text(p.solver->name());
+    return p.config.values.empty() ? text : text + " [" + p.config.str() + "]";
+  };
   for (const auto& [name, layer] : model_->children()) {
     auto* conv = dynamic_cast<Conv2d*>(layer.get());
     if (conv == nullptr) continue;
     for (const auto& [problem, plan] : conv->plans())
-      out_ << "  " << name << ": fwd " << plan.fwd.solver->name() << ", bwd_data "
-           << plan.bwd_data.solver->name() << ", bwd_weights " << plan.bwd_weights.solver->name()
-           << "  (" << problem.key() << ")\n";
+      out_ << "  " << name << ": " << to_string(plan.layout()) << ", fwd " << describe(plan.fwd)
+           << ", bwd_data " << describe(plan.bwd_data) << ", bwd_weights "
+           << describe(plan.bwd_weights) << "  (" << problem.key() << ")\n";
   }
 }
 

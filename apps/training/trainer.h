@@ -34,14 +34,15 @@ struct TrainOptions {
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
   bool quiet = false;                    // no progress lines (tests)
-  // Conv tuning (--tune): "off", "cached", "full" or "verify" (rejected: not implemented yet).
+  // Conv tuning (--tune): "off", "cached", "full" or "verify" (autotune/tuned_planner.h).
   // Empty leaves the process's conv planner alone (the untuned default; what tests use).
   // When set, the plans for every batch shape the run will see are built before the first step
-  // by one forward pass on a zero batch per shape, in eval mode without gradients (no random
-  // numbers are drawn, so runs and resumes stay identical), and one "tuning: ..." line is printed.
+  // by the network planner (tuning, then the layout DP over the chain; no random numbers are
+  // drawn, so runs and resumes stay identical), and one "tuning: ..." line is printed.
   std::string tune;
   std::filesystem::path tune_cache;      // empty: default_tuning_cache_path()
   std::size_t max_workspace = SIZE_MAX;  // conv workspace budget for tuned candidates
+  std::vector<std::string> force_solvers;  // --force-solver: only these conv solvers where they run
   // Called after every training step with the 0-based epoch and the 1-based batch just done.
   std::function<void(int epoch, std::int64_t batch)> on_batch_end;
 };

@@ -108,6 +108,20 @@ Variable Conv2d::forward(const Variable& input) {
   return conv2d(input, weight_, bias_, geo_, it->second.second);
 }
 
+ConvProblem Conv2d::problem_for(const Shape& input) const {
+  TUNECNN_CHECK(input.size() == 4 && input[1] == in_channels_, describe(), " cannot take an input of shape ",
+                shape_str(input));
+  ConvProblem p;
+  p.mb = static_cast<int>(input[0]), p.ic = in_channels_;
+  p.ih = static_cast<int>(input[2]), p.iw = static_cast<int>(input[3]);
+  p.oc = out_channels_, p.kh = p.kw = kernel_;
+  p.sh = p.sw = geo_.stride;
+  p.ph = p.pw = geo_.padding;
+  p.g = geo_.groups;
+  p.validate();
+  return p;
+}
+
 void Conv2d::set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan) {
   TUNECNN_CHECK(fwd_problem.dir == Direction::fwd, "Conv2d::set_plan takes the forward problem, got ",
                 fwd_problem.key());

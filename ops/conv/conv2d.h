@@ -34,6 +34,8 @@ class Conv2d : public Module {
   std::string describe() const override;
 
   void set_planner(std::shared_ptr<ConvPlanner> planner);  // forgets the cached plans
+  // The forward problem for an f32 input of this shape.
+  ConvProblem problem_for(const Shape& input) const;
   // Installs the plan for inputs of one shape (the network planner decides layers together).
   void set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan);
   // Every input shape seen so far (as its forward problem) and the plan it runs.

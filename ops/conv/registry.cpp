@@ -37,4 +37,11 @@ const ConvSolver* find_conv_solver(std::string_view name) {
   return nullptr;
 }
 
+std::string conv_solver_names() {
+  std::string names;
+  for (const ConvSolver* solver : kCpuSolvers)
+    names += (names.empty() ? "" : ", ") + std::string(solver->name());
+  return names;
+}
+
 }  // namespace tunecnn

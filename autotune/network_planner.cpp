@@ -1,0 +1,138 @@
+#include "autotune/network_planner.h"
+
+#include <set>
+#include <utility>
+
+#include "core/variable.h"
+#include "ops/conv/conv2d.h"
+
+namespace tunecnn {
+namespace {
+
+struct ChainLayer {
+  std::string name;
+  Module* module = nullptr;
+  Conv2d* conv = nullptr;  // when the layer is a convolution
+  Shape input;
+  ConvProblem problem;  // conv layers only
+};
+
+// Sequential containers are walked into; every other module is one layer of the chain.
+void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainLayer>& out) {
+  if (dynamic_cast<Sequential*>(&module) != nullptr) {
+    for (const auto& [name, child] : module.children())
+      flatten_chain(*child, prefix.empty() ? name : prefix + "." + name, out);
+    return;
+  }
+  out.push_back({prefix, &module, dynamic_cast<Conv2d*>(&module), {}, {}});
+}
+
+// Each layer's input shape, from a forward pass on zeros in which conv layers are not run (their
+// output shape follows from the problem), so tracing costs no conv time and needs no plan.
+void trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
+  NoGradGuard no_grad;
+  Variable x(Tensor::zeros(input_shape), false);
+  for (ChainLayer& layer : chain) {
+    layer.input = x.shape();
+    if (layer.conv != nullptr) {
+      layer.problem = layer.conv->problem_for(layer.input);
+      x = Variable(Tensor::zeros(layer.problem.dst_shape()), false);
+    } else {
+      x = layer.module->forward(x);
+    }
+  }
+}
+
+std::array<double, kLayoutCount> accepted_layouts(const ChainLayer& layer) {
+  std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
+  if (layer.input.size() != 4) {
+    costs[static_cast<int>(Layout::NCHW)] = 0;  // only 4-D tensors have other layouts
+    return costs;
+  }
+  for (Layout layout : layer.module->input_layouts(layer.input)) costs[static_cast<int>(layout)] = 0;
+  return costs;
+}
+
+ConvLayerReport report_for(const ChainLayer& layer, const ConvLayerPlan& plan,
+                           const std::optional<LayerEntries>& entries) {
+  ConvLayerReport r{layer.name, layer.problem, plan, 0, 0, 0, 0};
+  const ConvLayerPlan fallback = FirstApplicablePlanner(Layout::NCHW).plan(layer.problem);
+  for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    const ConvProblem problem = layer.problem.with_dir(dir);
+    const ConvPlan& chosen = plan.for_direction(dir);
+    r.workspace_bytes = std::max(r.workspace_bytes, chosen.solver->workspace_bytes(problem, chosen.config));
+    if (!entries) continue;
+    const ConvPlan& untuned = fallback.for_direction(dir);
+    if ((*entries)[static_cast<int>(dir)].key.empty()) continue;  // inference: not tuned
+    for (const CandidateResult& c : (*entries)[static_cast<int>(dir)].candidates) {
+      if (!c.correct || c.runs == 0) continue;
+      ++r.candidates;
+      if (c.solver == chosen.solver->name() && c.config == chosen.config && c.layout == chosen.layout)
+        r.tuned_ms += c.median_ms;
+      if (c.solver == untuned.solver->name() && c.config == untuned.config && c.layout == untuned.layout)
+        r.default_ms += c.median_ms;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedConvPlanner> tuner) : tuner_(std::move(tuner)) {
+  TUNECNN_CHECK(tuner_ != nullptr, "NetworkPlanner: null tuner");
+}
+
+NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, ConvUse use) {
+  std::vector<ChainLayer> chain;
+  flatten_chain(model, "", chain);
+  trace_shapes(chain, input_shape);
+
+  std::vector<ConvProblem> problems;
+  for (const ChainLayer& layer : chain)
+    if (layer.conv != nullptr) problems.push_back(layer.problem);
+  const int to_profile = tuner_->pending(problems, use);
+  int profiled = 0;
+  tuner_->on_profile = [&](const std::string& key) {
+    if (on_profile) on_profile(++profiled, to_profile, key);
+  };
+  std::vector<std::optional<LayerEntries>> entries(chain.size());
+  for (std::size_t i = 0; i < chain.size(); ++i)
+    if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, use);
+  tuner_->on_profile = nullptr;
+
+  // The chain DP over every layer; conv layers without entries (`off`) keep their thresholds
+  // plan's layout as their only choice, at no cost.
+  std::vector<LayoutNode> nodes(chain.size());
+  std::vector<std::optional<ConvLayerPlan>> untimed(chain.size());
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    nodes[i].input = chain[i].input;
+    if (chain[i].conv == nullptr) {
+      nodes[i].cost_ms = accepted_layouts(chain[i]);
+    } else if (entries[i]) {
+      nodes[i].cost_ms = tuner_->layout_costs(chain[i].problem, *entries[i]);
+    } else {
+      untimed[i] = tuner_->untimed_plan(chain[i].problem);
+      nodes[i].cost_ms[static_cast<int>(untimed[i]->layout())] = 0;
+    }
+  }
+  const auto transform = [this](const Shape& s, Layout a, Layout b) { return tuner_->transform_cost(s, a, b); };
+  const LayoutAssignment assignment = plan_layouts(nodes, transform);
+
+  NetworkPlanReport report;
+  report.total_ms = assignment.total_ms;
+  Layout previous = Layout::NCHW;  // the data arrives NCHW
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    if (assignment.layouts[i] != previous)
+      report.transform_ms += transform(chain[i].input, previous, assignment.layouts[i]);
+    previous = assignment.layouts[i];
+    if (chain[i].conv == nullptr) continue;
+    const ConvLayerPlan plan = untimed[i] ? *untimed[i]
+                                          : *tuner_->plan_in_layout(chain[i].problem, *entries[i],
+                                                                    assignment.layouts[i]);
+    chain[i].conv->set_plan(chain[i].problem, plan);
+    report.layers.push_back(report_for(chain[i], plan, entries[i]));
+  }
+  return report;
+}
+
+}  // namespace tunecnn
