@@ -2,6 +2,7 @@
 // errors, and show / explain / merge / diff on caches written here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -123,7 +124,7 @@ class AutotuneApp : public ::testing::Test {
 TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
   const Outcome overview = autotune({"--help"});
   EXPECT_EQ(overview.status, 0);
-  for (const std::string sub : {"calibrate", "show", "explain", "merge", "diff"}) {
+  for (const std::string sub : {"profile", "calibrate", "show", "explain", "merge", "diff"}) {
     EXPECT_TRUE(contains(overview.out, "  " + sub)) << overview.out;
     const Outcome help = autotune({sub, "--help"});
     EXPECT_EQ(help.status, 0) << sub;
@@ -141,7 +142,8 @@ TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {
   const Outcome unknown = autotune({"frobnicate"});
   EXPECT_EQ(unknown.status, 2);
   EXPECT_TRUE(contains(unknown.err, "unknown subcommand 'frobnicate'")) << unknown.err;
-  EXPECT_TRUE(contains(unknown.err, "calibrate, show, explain, merge, diff")) << unknown.err;
+  EXPECT_TRUE(contains(unknown.err, "profile, calibrate, show, explain, merge, diff"))
+      << unknown.err;
 
   const Outcome option = autotune({"show", "--bogus", "x.yaml"});
   EXPECT_EQ(option.status, 2);
@@ -224,6 +226,66 @@ TEST_F(AutotuneApp, MissingOrCorruptFilesAreErrorsNamingThemAndAreLeftAlone) {
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_.path())) ++files;
   EXPECT_EQ(files, 1) << "nothing moved aside or created next to the input";
+}
+
+// ---- profile ----
+
+// The last line of a profile run: "profiled N, reused M, seconds S".
+std::string last_line(const std::string& text) {
+  const std::size_t end = text.find_last_not_of('\n');
+  return text.substr(text.rfind('\n', end) + 1, end - text.rfind('\n', end));
+}
+
+TEST_F(AutotuneApp, ProfileTunesLenetOnceThenReusesEveryKey) {
+  const fs::path file = path("profile.yaml");
+  const std::vector<std::string> args = {"profile", "--model",      "lenet",      "--batch",
+                                         "8",       "--tune-cache", file.string()};
+  const Outcome first = autotune(args);
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_TRUE(contains(first.err, "[1/")) << first.err;  // the progress lines
+  EXPECT_TRUE(has_row(first.out,
+                      "layer key candidates layout fwd bwd_data bwd_weights tuned ms "
+                      "default ms speedup workspace"))
+      << first.out;
+  EXPECT_TRUE(contains(first.out, "conv fwd mb8 ic1 ih28 iw28")) << first.out;
+  const std::string summary = last_line(first.out);
+  int profiled = 0, reused = -1;
+  double seconds = -1;
+  ASSERT_EQ(std::sscanf(summary.c_str(), "profiled %d, reused %d, seconds %lf", &profiled, &reused,
+                        &seconds),
+            3)
+      << summary;
+  EXPECT_GT(profiled, 0);
+  EXPECT_EQ(reused, 0);
+  EXPECT_GT(seconds, 0);
+  EXPECT_EQ(load(file).devices().at(here_.id).entries.size(), static_cast<std::size_t>(profiled));
+
+  const Outcome second = autotune(args);
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(last_line(second.out),
+            "profiled 0, reused " + std::to_string(profiled) + ", seconds 0.0")
+      << second.out;
+  EXPECT_FALSE(contains(second.err, "[1/")) << second.err;
+}
+
+TEST_F(AutotuneApp, ProfileRejectsBadOptionsBeforeTimingAnything) {
+  const Outcome data = autotune({"profile", "--data", "svhn"});
+  EXPECT_EQ(data.status, 2);
+  EXPECT_TRUE(contains(data.err, "unknown --data 'svhn' (expected fashion-mnist, mnist, cifar10"))
+      << data.err;
+  const Outcome batch = autotune({"profile", "--batch", "0"});
+  EXPECT_EQ(batch.status, 2);
+  EXPECT_TRUE(contains(batch.err, "--batch must be positive")) << batch.err;
+  const Outcome off = autotune({"profile", "--tune", "off"});
+  EXPECT_EQ(off.status, 2);
+  EXPECT_TRUE(contains(off.err, "--tune off times nothing")) << off.err;
+  const Outcome budget = autotune({"profile", "--max-workspace", "lots"});
+  EXPECT_EQ(budget.status, 2);
+  EXPECT_TRUE(contains(budget.err, "--max-workspace must be a number of bytes")) << budget.err;
+  const Outcome model =
+      autotune({"profile", "--model", "resnet9000", "--tune-cache", path("unused.yaml").string()});
+  EXPECT_EQ(model.status, 1);
+  EXPECT_TRUE(contains(model.err, "unknown model 'resnet9000'")) << model.err;
 }
 
 // ---- calibrate ----

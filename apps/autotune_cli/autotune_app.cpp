@@ -19,6 +19,8 @@ struct Subcommand {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> list = {
+      {"profile", "profile a model's conv layers at one batch size and cache the decisions",
+       run_profile},
       {"calibrate", "measure this device's thresholds (MEC's T, Ct/Nt, transform bandwidths)",
        run_calibrate},
       {"show", "print a tuning cache: devices, thresholds, every decision", run_show},

@@ -9,6 +9,7 @@ namespace tunecnn {
 
 using SubcommandArgs = std::vector<std::string>;
 
+int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_show(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err);

@@ -1,0 +1,179 @@
+// autotune profile: the profiling pass over one model at one batch size, ahead of training, so
+// `train` later finds every layer in the cache. Prints each layer's decision and what it gains.
+#include <cstdio>
+#include <ostream>
+
+#include "apps/autotune_cli/options.h"
+#include "apps/autotune_cli/subcommands.h"
+#include "apps/autotune_cli/text_table.h"
+#include "autotune/network_planner.h"
+#include "autotune/tuned_planner.h"
+#include "models/registry.h"
+
+namespace tunecnn {
+namespace {
+
+// What a model needs to know of a data set: one example's shape and the number of classes.
+// train loads the data itself; profiling only needs the shapes.
+struct DataShape {
+  std::string_view name;
+  Shape example;
+  int classes;
+};
+const DataShape kDataShapes[] = {{"fashion-mnist", {1, 28, 28}, 10},
+                                 {"mnist", {1, 28, 28}, 10},
+                                 {"cifar10", {3, 32, 32}, 10},
+                                 {"imagenet", {3, 224, 224}, 1000}};
+
+const DataShape& data_shape(const std::string& name) {
+  std::string known;
+  for (const DataShape& data : kDataShapes) {
+    if (data.name == name) return data;
+    known += (known.empty() ? "" : ", ") + std::string(data.name);
+  }
+  throw UsageError("unknown --data '" + name + "' (expected " + known + ")");
+}
+
+std::size_t parse_bytes(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long bytes = 0;
+  try {
+    bytes = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || text[0] == '-' || used != text.size())
+    throw UsageError("--max-workspace must be a number of bytes, got '" + text + "'");
+  return static_cast<std::size_t>(bytes);
+}
+
+int positive(const CommandLine& options, const std::string& name) {
+  int value = 0;
+  try {
+    value = options.get_int(name);
+  } catch (const Error& e) {
+    throw UsageError(e.message());
+  }
+  if (value <= 0) throw UsageError("--" + name + " must be positive, got " + std::to_string(value));
+  return value;
+}
+
+// Conv layers take the default planner when they are built; put back whatever was there, so a
+// caller (a test, a longer program) is not left with this run's tuner.
+class DefaultPlannerScope {
+ public:
+  explicit DefaultPlannerScope(std::shared_ptr<ConvPlanner> planner)
+      : previous_(default_conv_planner()) {
+    set_default_conv_planner(std::move(planner));
+  }
+  ~DefaultPlannerScope() { set_default_conv_planner(previous_); }
+  DefaultPlannerScope(const DefaultPlannerScope&) = delete;
+  DefaultPlannerScope& operator=(const DefaultPlannerScope&) = delete;
+
+ private:
+  std::shared_ptr<ConvPlanner> previous_;
+};
+
+std::string plan_text(const ConvPlan& plan) {
+  const std::string name(plan.solver->name());
+  return plan.config.values.empty() ? name : name + " " + plan.config.str();
+}
+
+std::string ms_or_dash(double ms) {
+  return ms > 0 ? format_ms(ms) : "-";
+}
+
+void print_layers(const NetworkPlanReport& report, std::ostream& out) {
+  TextTable table({"layer", "key", "candidates", "layout", "fwd", "bwd_data", "bwd_weights",
+                   "tuned ms", "default ms", "speedup", "workspace"},
+                  {"candidates", "tuned ms", "default ms", "speedup", "workspace"});
+  for (const ConvLayerReport& layer : report.layers) {
+    const bool timed = layer.tuned_ms > 0 && layer.default_ms > 0;
+    table.add_row({layer.layer, layer.problem.key(), std::to_string(layer.candidates),
+                   std::string(to_string(layer.plan.layout())), plan_text(layer.plan.fwd),
+                   plan_text(layer.plan.bwd_data), plan_text(layer.plan.bwd_weights),
+                   ms_or_dash(layer.tuned_ms), ms_or_dash(layer.default_ms),
+                   timed ? format_speedup(layer.default_ms / layer.tuned_ms) : "-",
+                   format_bytes(layer.workspace_bytes)});
+  }
+  table.print(out, "");
+}
+
+SubcommandLine profile_command_line() {
+  std::string models;
+  for (const std::string& name : model_names()) models += (models.empty() ? "" : ", ") + name;
+  SubcommandLine cli("autotune profile",
+                     "Profiles every conv layer of a model at one batch size (forward, backward "
+                     "data and backward weights; each distinct problem once), picks each layer's "
+                     "solver and the network's layouts, and stores the measurements in the tuning "
+                     "cache for `train`. Progress goes to stderr.");
+  cli.option("model", "lenet", "model to profile: " + models);
+  cli.option("batch", "64", "images per step, as `train --batch-size` will use");
+  cli.option("data", "fashion-mnist",
+             "data set giving the input shape and classes: fashion-mnist, mnist (1x28x28), "
+             "cifar10 (3x32x32), imagenet (3x224x224, 1000 classes)");
+  cli.option("tune", "cached",
+             "cached (profile what the cache lacks), full (profile everything), verify (re-time "
+             "the best candidates another device measured)");
+  cli.option("max-workspace", "", "largest conv workspace a candidate may use, in bytes");
+  cli.common_options();
+  return cli;
+}
+
+TunePolicy profile_policy(const std::string& text) {
+  TunePolicy policy = TunePolicy::cached;
+  try {
+    policy = parse_tune_policy(text);
+  } catch (const Error& e) {
+    throw UsageError(e.message());
+  }
+  if (policy == TunePolicy::off)
+    throw UsageError("--tune off times nothing; use cached, full or verify");
+  return policy;
+}
+
+}  // namespace
+
+int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
+  SubcommandLine cli = profile_command_line();
+  if (!cli.parse(args, out, 0, 0)) return 0;
+  const CommandLine& o = cli.options();
+  const DataShape& data = data_shape(o.get("data"));
+  const int batch = positive(o, "batch");
+  const TunePolicy policy = profile_policy(o.get("tune"));
+  ConvTunerOptions options;
+  if (o.has("max-workspace")) options.max_workspace_bytes = parse_bytes(o.get("max-workspace"));
+  options.warn = [&err](std::string_view message) { err << "warning: " << message << "\n"; };
+  apply_threads(o);
+  const DeviceIdentity device = this_device();
+
+  auto tuner = std::make_shared<TunedConvPlanner>(policy, tune_cache_path(o), options, device.id,
+                                                  device.fields);
+  DefaultPlannerScope scope(tuner);  // before the model is built: its conv layers take it
+  Rng rng(1);
+  auto model = build_model(o.get("model"), ModelOptions{data.example, data.classes}, rng);
+  NetworkPlanner planner(tuner);
+  planner.on_profile = [&err](int index, int count, const std::string& key) {
+    err << "[" << index << "/" << count << "] " << key << "\n" << std::flush;
+  };
+  Shape input = data.example;
+  input.insert(input.begin(), batch);
+  const NetworkPlanReport report = planner.plan(*model, input);
+
+  out << o.get("model") << " at batch " << batch << " on " << device.id << " (cache "
+      << tuner->cache_path().string() << ")\n";
+  print_layers(report, out);
+  out << "conv layers plus transforms: " << format_ms(report.total_ms) << " ms per step, of which "
+      << format_ms(report.transform_ms) << " ms transforms\n";
+  const TunedPlannerStats stats = tuner->stats();
+  if (stats.verified > 0)
+    out << "verified " << stats.verified << " keys from other devices (" << stats.retimed_candidates
+        << " candidates re-timed)\n";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", stats.profile_seconds);
+  out << "profiled " << stats.profiled << ", reused " << stats.from_cache << ", seconds " << seconds
+      << "\n";
+  return 0;
+}
+
+}  // namespace tunecnn
