@@ -454,8 +454,16 @@ TEST_F(AutotuneApp, DiffOfEqualCachesExitsZero) {
   // Timings alone (a re-profile that picked the same plans) are not a difference.
   TuningCache retimed;
   retimed.put(here_.id, here_.fields, tuned_3x3(/*runs=*/25));
-  EXPECT_EQ(autotune({"diff", path("a.yaml").string(), save(retimed, "c.yaml").string()}).status,
-            0);
+  DeviceThresholds bandwidth_a, bandwidth_b;
+  bandwidth_a.transform_gbps["NCHW>CHWN"] = 6.2;
+  bandwidth_b.transform_gbps["NCHW>CHWN"] = 11.4;
+  a.set_thresholds(here_.id, here_.fields, bandwidth_a);
+  retimed.set_thresholds(here_.id, here_.fields, bandwidth_b);
+  const Outcome retimed_run =
+      autotune({"diff", save(a, "a2.yaml").string(), save(retimed, "c.yaml").string()});
+  EXPECT_EQ(retimed_run.status, 0) << retimed_run.out;
+  EXPECT_TRUE(contains(retimed_run.out, "transform bandwidths differ (measurements only"))
+      << retimed_run.out;
 }
 
 TEST_F(AutotuneApp, DiffReportsEveryKindOfDifferenceAndExitsOne) {

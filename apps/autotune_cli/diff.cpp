@@ -22,6 +22,16 @@ bool same_choice(const TuningEntry& a, const TuningEntry& b) {
   return a.solver == b.solver && a.config == b.config && a.layout == b.layout;
 }
 
+// Transform bandwidths are measurements, re-taken by every tuned run, so only a pair measured on
+// one side counts; the integer thresholds are decisions and count whenever they differ.
+bool decided_differently(const DeviceThresholds& a, const DeviceThresholds& b) {
+  if (a.mec_t != b.mec_t || a.ct != b.ct || a.nt != b.nt) return true;
+  if (a.transform_gbps.size() != b.transform_gbps.size()) return true;
+  for (const auto& [pair, gbps] : a.transform_gbps)
+    if (b.transform_gbps.count(pair) == 0) return true;
+  return false;
+}
+
 // Lines for one device both caches hold; returns how many differences it found.
 int diff_device(const DeviceRecord& a, const DeviceRecord& b, std::ostream& out) {
   int differences = 0;
@@ -41,10 +51,12 @@ int diff_device(const DeviceRecord& a, const DeviceRecord& b, std::ostream& out)
       out << "  only in B: " << key << ": " << choice_with_median(entry) << "\n";
       ++differences;
     }
-  if (a.thresholds != b.thresholds) {
+  if (decided_differently(a.thresholds, b.thresholds)) {
     out << "  thresholds differ:\n    A: " << thresholds_summary(a.thresholds)
         << "\n    B: " << thresholds_summary(b.thresholds) << "\n";
     ++differences;
+  } else if (a.thresholds != b.thresholds) {
+    out << "  note: transform bandwidths differ (measurements only; not counted)\n";
   }
   return differences;
 }
@@ -59,7 +71,8 @@ int run_diff(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
   SubcommandLine cli("autotune diff A B",
                      "Compares two tuning caches per device and key: entries only in A or only in "
                      "B, keys whose choice (solver, config, layout) differs, with both medians, "
-                     "and differing thresholds. Timings alone do not count as a difference. Exit "
+                     "and differing thresholds. Timings alone (candidate medians, transform "
+                     "bandwidths) do not count as a difference. Exit "
                      "status: 0 the same, 1 different, 2 trouble (like diff(1)).");
   cli.common_options();
   if (!cli.parse(args, out, 2, 2)) return 0;
@@ -74,10 +87,10 @@ int run_diff(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
       continue;
     }
     std::ostringstream lines;
-    if (const int n = diff_device(device, other->second, lines); n > 0) {
+    const int n = diff_device(device, other->second, lines);
+    if (!lines.str().empty())  // differences, or notes that are not differences
       out << "device " << id << ": " << n << " difference(s)\n" << lines.str();
-      differences += n;
-    }
+    differences += n;
   }
   for (const auto& [id, device] : b.devices())
     if (a.devices().count(id) == 0) {
