@@ -4,6 +4,8 @@
 #include <map>
 
 #include "core/error.h"
+#include "models/alexnet.h"
+#include "models/cifar_net.h"
 #include "models/lenet.h"
 
 namespace tunecnn {
@@ -13,6 +15,8 @@ using Builder = std::function<std::shared_ptr<Sequential>(const ModelOptions&, R
 const std::map<std::string, Builder>& builders() {
   static const std::map<std::string, Builder> table = {
       {"lenet", build_lenet},
+      {"cifar", build_cifar_net},
+      {"alexnet", build_alexnet},
   };
   return table;
 }

@@ -1,0 +1,133 @@
+// The model builders: each model's conv layers have exactly the shapes conv_layers.txt lists for
+// its set (the shapes `bench conv` and the tuner measure), outputs are [batch, classes], the cifar
+// net trains a step without NaNs, and a wrong input shape is refused with the expected one named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/sgd.h"
+#include "core/tensor_math.h"
+#include "models/conv_layers.h"
+#include "models/registry.h"
+#include "ops/conv/conv2d.h"
+#include "ops/softmax_cross_entropy.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+using testing::random_tensor;
+
+ModelOptions options_for(const Shape& input, int classes = 10) {
+  ModelOptions o;
+  o.input_shape = input;
+  o.num_classes = classes;
+  return o;
+}
+
+Shape batched(const Shape& example, std::int64_t batch) {
+  Shape s = example;
+  s.insert(s.begin(), batch);
+  return s;
+}
+
+std::string error_of(const std::string& model, const ModelOptions& options) {
+  Rng rng(1);
+  try {
+    build_model(model, options, rng);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Each Conv2d's name and the forward problem it planned for, in network order.
+std::vector<std::pair<std::string, ConvProblem>> traced_convs(Sequential& net) {
+  std::vector<std::pair<std::string, ConvProblem>> convs;
+  for (const auto& [name, child] : net.children()) {
+    const auto* conv = dynamic_cast<const Conv2d*>(child.get());
+    if (!conv) continue;
+    const auto plans = conv->plans();
+    EXPECT_EQ(plans.size(), 1u) << name << " saw more than one input shape";
+    if (!plans.empty()) convs.emplace_back(name, plans.front().first);
+  }
+  return convs;
+}
+
+// Runs one forward pass at `batch`, then compares the conv layers with the rows of `set`.
+void expect_conv_layers_match(const std::string& model, const Shape& example, int batch) {
+  Rng rng(7);
+  auto net = build_model(model, options_for(example), rng);
+  net->eval();
+  Variable y = net->forward(Variable(random_tensor(batched(example, batch), rng)));
+  EXPECT_EQ(y.shape(), (Shape{batch, 10}));
+  EXPECT_TRUE(all_finite(y.data()));
+
+  const auto convs = traced_convs(*net);
+  const std::vector<ConvLayer> rows = conv_layer_set(model, batch);
+  ASSERT_EQ(convs.size(), rows.size()) << model << " has a different number of conv layers";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(convs[i].first, rows[i].name);
+    EXPECT_EQ(convs[i].second.key(), rows[i].problem.key()) << model << " " << rows[i].name;
+  }
+}
+
+TEST(Models, RegistryKnowsAllThree) {
+  const std::vector<std::string> names = model_names();
+  for (const char* name : {"lenet", "cifar", "alexnet"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+}
+
+TEST(Models, CifarConvLayersMatchTheShapesFile) {
+  expect_conv_layers_match("cifar", {3, 24, 24}, 4);
+}
+
+TEST(Models, AlexnetConvLayersMatchTheShapesFile) {
+  expect_conv_layers_match("alexnet", {3, 227, 227}, 1);  // batch 1 keeps it fast
+}
+
+TEST(Models, CifarOutputFollowsTheClassCount) {
+  Rng rng(3);
+  auto net = build_model("cifar", options_for({3, 24, 24}, 7), rng);
+  Variable y = net->forward(Variable(random_tensor({2, 3, 24, 24}, rng)));
+  EXPECT_EQ(y.shape(), (Shape{2, 7}));
+}
+
+TEST(Models, CifarTrainingStepsStayFiniteAndLowerTheLoss) {
+  Rng rng(5);
+  auto net = build_model("cifar", options_for({3, 24, 24}), rng);
+  Sgd sgd(net->parameters(), SgdOptions{.lr = 0.01, .momentum = 0.9});
+  const Tensor x = random_tensor({8, 3, 24, 24}, rng);
+  const std::vector<std::int32_t> labels{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> losses;
+  for (int step = 0; step < 5; ++step) {  // the same tiny batch: SGD must fit it a little
+    sgd.zero_grad();
+    Variable loss = softmax_cross_entropy(net->forward(Variable(x)), labels);
+    losses.push_back(loss.data().data<float>()[0]);
+    loss.backward();
+    sgd.step();
+  }
+  for (const auto& [name, p] : net->parameters()) {
+    EXPECT_TRUE(all_finite(p.data())) << name;
+    ASSERT_TRUE(p.grad().defined()) << name << " got no gradient";
+    EXPECT_TRUE(all_finite(p.grad())) << name;
+  }
+  for (double l : losses) EXPECT_TRUE(std::isfinite(l));
+  EXPECT_LT(losses.back(), losses.front());
+}
+
+TEST(Models, WrongInputShapeNamesTheExpectedOne) {
+  EXPECT_NE(error_of("cifar", options_for({3, 32, 32})).find("[3, 24, 24]"), std::string::npos)
+      << error_of("cifar", options_for({3, 32, 32}));
+  EXPECT_NE(error_of("cifar", options_for({1, 28, 28})).find("got [1, 28, 28]"), std::string::npos);
+  EXPECT_NE(error_of("alexnet", options_for({3, 224, 224})).find("[3, 227, 227]"),
+            std::string::npos)
+      << error_of("alexnet", options_for({3, 224, 224}));
+}
+
+}  // namespace
+}  // namespace tunecnn
