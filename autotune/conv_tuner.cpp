@@ -9,7 +9,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <limits>
 #include <optional>
+#include <set>
 
 #include "core/rng.h"
 #include "ops/conv/registry.h"
@@ -162,8 +164,14 @@ class Search {
         if (std::find(options_.layouts.begin(), options_.layouts.end(), layout) ==
             options_.layouts.end())
           continue;
-        for (const TuneConfig& config : solver->configs(problem_))
-          try_candidate(*solver, layout, config);
+        std::vector<TuneConfig> configs;
+        for (const TuneConfig& config : solver->configs(problem_))  // over budget: not recorded
+          if (solver->workspace_bytes(problem_, config) <= options_.max_workspace_bytes)
+            configs.push_back(config);
+        if (options_.config_search == ConvTunerOptions::ConfigSearch::exhaustive)
+          for (const TuneConfig& config : configs) try_candidate(*solver, layout, config);
+        else
+          climb(*solver, layout, configs);
       }
     }
   }
@@ -190,6 +198,7 @@ class Search {
 
  private:
   void try_candidate(const ConvSolver& solver, Layout layout, const TuneConfig& config);
+  void climb(const ConvSolver& solver, Layout layout, const std::vector<TuneConfig>& configs);
   std::string verify(const ConvSolver& solver, Layout layout, const TuneConfig& config);
   Timing time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
               std::size_t workspace_bytes);
@@ -220,6 +229,53 @@ void Search::try_candidate(const ConvSolver& solver, Layout layout, const TuneCo
     result.runs = t.runs;
   }
   results_.push_back(std::move(result));
+}
+
+// Configs that differ from `from` in one tunable only, set to the next smaller or larger value
+// that tunable takes anywhere in `configs`.
+std::vector<std::size_t> neighbours(const std::vector<TuneConfig>& configs, std::size_t from) {
+  const auto& base = configs[from].values;
+  std::vector<std::size_t> out;
+  for (std::size_t k = 0; k < base.size(); ++k) {
+    std::set<int> values;
+    for (const TuneConfig& c : configs)
+      if (k < c.values.size()) values.insert(c.values[k].second);
+    auto at = values.find(base[k].second);
+    std::vector<int> adjacent;
+    if (at != values.begin()) adjacent.push_back(*std::prev(at));
+    if (std::next(at) != values.end()) adjacent.push_back(*std::next(at));
+    for (int value : adjacent)
+      for (std::size_t j = 0; j < configs.size(); ++j) {
+        auto moved = base;
+        moved[k].second = value;
+        if (configs[j].values == moved) out.push_back(j);
+      }
+  }
+  return out;
+}
+
+// Hill-climbing from the default config: the walk stops at the first step that does not beat the
+// current config by more than the noise floor, so a solver costs a handful of timings, not one per
+// config.
+void Search::climb(const ConvSolver& solver, Layout layout, const std::vector<TuneConfig>& configs) {
+  if (configs.empty()) return;
+  std::map<std::size_t, double> timed;  // config index -> median ms (infinity: wrong)
+  const auto time_config = [&](std::size_t i) {
+    if (auto it = timed.find(i); it != timed.end()) return it->second;
+    try_candidate(solver, layout, configs[i]);
+    const CandidateResult& r = results_.back();
+    return timed[i] = r.correct ? r.median_ms : std::numeric_limits<double>::infinity();
+  };
+  std::size_t current = 0;
+  double current_ms = time_config(0);
+  for (;;) {
+    std::size_t best = current;
+    double best_ms = current_ms;
+    for (std::size_t j : neighbours(configs, current))
+      if (const double ms = time_config(j); ms < best_ms) best = j, best_ms = ms;
+    if (best == current || best_ms >= current_ms * (1 - kTieFraction)) return;
+    current = best, current_ms = best_ms;
+  }
 }
 
 // On the small problem when the solver takes it, else (rarely) on the real one.

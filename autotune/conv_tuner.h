@@ -14,18 +14,26 @@
 
 namespace tunecnn {
 
+// NCHW, CHWN and NHWC. (A function rather than a braced default member initializer, which
+// GCC 12 misreads as maybe-uninitialized when the options are copied.)
+inline std::vector<Layout> all_layouts() { return {Layout::NCHW, Layout::CHWN, Layout::NHWC}; }
+
 struct ConvTunerOptions {
   // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
   // entry keeps what could run, and a bigger budget later is a different tuning question.
   std::size_t max_workspace_bytes = SIZE_MAX;
-  int warmup = 1, min_repeats = 5, max_repeats = 30;
+  int warmup = 1, min_repeats = 3, max_repeats = 30;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
   // The layouts the caller can run in (conv layers run in any; the layout planner picks).
-  std::vector<Layout> layouts = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+  std::vector<Layout> layouts = all_layouts();
   // --force-solver: only these solver names (empty: all). When none of them yields a correct
   // candidate for a problem (e.g. mec on a grouped conv), the tuner warns and uses all solvers.
   std::vector<std::string> only_solvers;
+  // How a solver's configs are searched. hill_climb starts at the solver's first (default) config
+  // and moves to the best neighbour (one tunable changed to the next value up or down) while that
+  // is faster beyond the noise, as Li et al. tune the pooling factor; exhaustive times them all.
+  enum class ConfigSearch { hill_climb, exhaustive } config_search = ConfigSearch::hill_climb;
   // The solvers to try, in preference order (empty: cpu_conv_solvers()). Tests inject fakes.
   std::vector<const ConvSolver*> solvers;
   std::function<double()> clock;               // seconds; empty: std::chrono::steady_clock

@@ -182,6 +182,7 @@ TEST(ConvTuner, MemoryBudgetExcludesBigWorkspaces) {
   Harness h;
   ConvTunerOptions o = h.options();
   o.layouts = {Layout::NCHW, Layout::NHWC, Layout::CHWN};
+  o.config_search = ConvTunerOptions::ConfigSearch::exhaustive;  // every config within budget
   const ConvProblem& p = kLenetConv2;
   const ConvSolver& im2col = *find_conv_solver("im2col_gemm");
   const ConvSolver& mec = *find_conv_solver("mec");
