@@ -1,10 +1,12 @@
 // bench: measures speed and memory. `bench train` times whole training steps of a model on a
 // fixed random batch (no data loading), and prints the median. `bench conv` times every conv
-// solver on a set of layers side by side with PyTorch (apps/bench/conv_bench.h).
+// solver on a set of layers side by side with PyTorch (apps/bench/conv_bench.h). `bench plans`
+// measures the autotuner's targets on a model (apps/bench/plan_bench.h).
 #include <cstdio>
 #include <iostream>
 
 #include "apps/bench/conv_bench.h"
+#include "apps/bench/plan_bench.h"
 #include "apps/training/cli.h"
 #include "apps/training/step_timer.h"
 #include "autotune/fingerprint.h"
@@ -67,7 +69,9 @@ void usage() {
   std::cout << "usage: bench COMMAND [options]\n\ncommands:\n"
                "  train   time training steps of a model (bench train --help)\n"
                "  conv    time every conv solver on a set of layers against PyTorch "
-               "(bench conv --help)\n";
+               "(bench conv --help)\n"
+               "  plans   the autotuner's targets on a model: profiling cost, cached start, tuned "
+               "plan vs each single algorithm, --tune verify (bench plans --help)\n";
 }
 
 }  // namespace
@@ -77,6 +81,7 @@ int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "train") return bench_train(argc - 1, argv + 1);
     if (command == "conv") return tunecnn::bench_conv(argc - 1, argv + 1);
+    if (command == "plans") return tunecnn::bench_plans(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";

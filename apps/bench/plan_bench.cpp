@@ -1,0 +1,224 @@
+#include "apps/bench/plan_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "apps/training/cli.h"
+#include "autotune/fingerprint.h"
+#include "autotune/network_planner.h"
+#include "core/init.h"
+#include "core/sgd.h"
+#include "core/threading.h"
+#include "models/registry.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/registry.h"
+#include "ops/softmax_cross_entropy.h"
+
+namespace tunecnn {
+namespace {
+
+double now_s() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Shape parse_shape(const std::string& text) {
+  Shape shape;
+  for (std::string rest = text; !rest.empty();) {
+    const auto comma = rest.find(',');
+    shape.push_back(std::stoll(rest.substr(0, comma)));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  TUNECNN_CHECK(shape.size() == 3, "--input must be C,H,W, got '", text, "'");
+  return shape;
+}
+
+// The input a model is built for, unless --input says otherwise.
+std::string default_input(const std::string& model) {
+  if (model == "cifar") return "3,24,24";
+  if (model == "alexnet") return "3,227,227";
+  return "1,28,28";
+}
+
+void collect_convs(Module& module, std::vector<Conv2d*>& out) {
+  if (auto* conv = dynamic_cast<Conv2d*>(&module)) out.push_back(conv);
+  for (const auto& [name, child] : module.children()) collect_convs(*child, out);
+}
+
+// One way of running every conv layer, captured so it can be reinstalled between rounds.
+struct Variant {
+  std::string name;
+  std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans;  // one per conv layer, in order
+  std::vector<double> step_s;
+  bool runs_everywhere(const std::string& solver) const {
+    for (const auto& [problem, plan] : plans)
+      for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+        if (plan.for_direction(dir).solver->name() != solver) return false;
+    return true;
+  }
+  std::string describe() const {
+    std::string text;
+    for (const auto& [problem, plan] : plans)
+      text += (text.empty() ? "" : " | ") + std::string(plan.fwd.solver->name()) + "/" +
+              std::string(to_string(plan.layout()));
+    return text;
+  }
+};
+
+struct Bench {
+  std::shared_ptr<Sequential> model;
+  std::vector<Conv2d*> convs;
+  Shape batch_shape;
+  std::filesystem::path cache;
+  ConvTunerOptions options;
+  std::string device;
+  std::map<std::string, std::string> fields;
+
+  std::shared_ptr<TunedConvPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {}) const {
+    ConvTunerOptions o = options;
+    o.only_solvers = std::move(forced);
+    return std::make_shared<TunedConvPlanner>(policy, cache, o, device, fields);
+  }
+
+  Variant plan(const std::string& name, const std::shared_ptr<TunedConvPlanner>& tuner) {
+    NetworkPlanner(tuner).plan(*model, batch_shape);
+    Variant v{name, {}, {}};
+    for (Conv2d* conv : convs)
+      for (const auto& entry : conv->plans())
+        if (entry.first.mb == batch_shape[0]) v.plans.push_back(entry);
+    return v;
+  }
+
+  void install(const Variant& v) {
+    for (std::size_t i = 0; i < convs.size(); ++i) convs[i]->set_plan(v.plans[i].first, v.plans[i].second);
+  }
+};
+
+}  // namespace
+
+int bench_plans(int argc, const char* const* argv) {
+  CommandLine cli("bench plans", "Measures the autotuner on one model: profiling cost, cached start, "
+                                 "tuned plan against each conv algorithm forced on every layer, and "
+                                 "--tune verify under a changed fingerprint.");
+  cli.option("model", "lenet", "model to plan (" + std::to_string(model_names().size()) + " known)");
+  cli.option("batch-size", "64", "examples per step");
+  cli.option("input", "", "C,H,W of one example (default: the model's own)");
+  cli.option("classes", "10", "number of classes");
+  cli.option("threads", "2", "CPU threads");
+  cli.option("steps", "10", "timed steps per variant per round");
+  cli.option("rounds", "3", "interleaved rounds over the variants");
+  cli.option("tune-cache", "", "tuning cache to use (default: a fresh file, so profiling is measured "
+                               "from empty; it is removed at the end)");
+  if (!cli.parse(argc, argv)) return 0;
+  set_num_threads(cli.get_int("threads"));
+  const std::string model_name = cli.get("model");
+  const Shape input = parse_shape(cli.has("input") ? cli.get("input") : default_input(model_name));
+  const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
+  const bool own_cache = !cli.has("tune-cache");
+
+  Bench b;
+  Rng rng(1);
+  b.model = build_model(model_name, ModelOptions{input, classes}, rng);
+  collect_convs(*b.model, b.convs);
+  b.batch_shape = {batch, input[0], input[1], input[2]};
+  b.cache = own_cache ? std::filesystem::temp_directory_path() /
+                            ("tunecnn-bench-plans-" + std::to_string(getpid()) + ".yaml")
+                      : std::filesystem::path(cli.get("tune-cache"));
+  b.fields = cpu_fingerprint().fields();
+  b.device = device_id(b.fields);
+  std::cout << "# " << cpu_fingerprint().summary() << "\n# model " << model_name << ", batch "
+            << batch << ", cache " << b.cache.string() << "\n";
+
+  // 1. Profiling (from empty when the cache is ours).
+  auto tuner = b.tuner(TunePolicy::cached);
+  double start = now_s();
+  std::vector<Variant> variants{b.plan("tuned", tuner)};
+  const double profile_s = now_s() - start;
+  std::cout << "# " << tuner->summary() << "\n";
+
+  // 2. A fully cached start: load the file and plan every layer.
+  start = now_s();
+  b.plan("cached-start", b.tuner(TunePolicy::cached));
+  const double cached_start_ms = (now_s() - start) * 1e3;
+
+  // 3. Every single algorithm that runs every conv layer, forced on all of them (from the same
+  // cache: no profiling). One that cannot run some layer is not a fixed-algorithm plan.
+  for (const ConvSolver* solver : cpu_conv_solvers()) {
+    const std::string name(solver->name());
+    if (name == direct_conv_solver().name()) continue;
+    Variant v = b.plan(name, b.tuner(TunePolicy::cached, {name}));
+    if (v.runs_everywhere(name))
+      variants.push_back(std::move(v));
+    else
+      std::cout << "# " << name << " does not run every conv layer of " << model_name << ": not a fixed plan\n";
+  }
+
+  Sgd sgd(b.model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
+  Tensor images = Tensor::empty(b.batch_shape);
+  uniform_fill(images, -1, 1, rng);
+  std::vector<std::int32_t> labels(batch);
+  for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
+  const auto step = [&] {
+    Variable loss = softmax_cross_entropy(b.model->forward(Variable(images)), labels);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  };
+  for (int round = 0; round < cli.get_int("rounds"); ++round)
+    for (Variant& v : variants) {
+      b.install(v);
+      step();  // warm-up: first touch of this plan's workspaces
+      for (int s = 0; s < cli.get_int("steps"); ++s) {
+        const double t0 = now_s();
+        step();
+        v.step_s.push_back(now_s() - t0);
+      }
+    }
+
+  // 4. verify under a changed fingerprint: another "device" starting from this cache.
+  std::map<std::string, std::string> changed = b.fields;
+  changed["framework_version"] += "+changed";
+  auto verifier = std::make_shared<TunedConvPlanner>(TunePolicy::verify, b.cache, b.options,
+                                                     device_id(changed), changed);
+  NetworkPlanner(verifier).plan(*b.model, b.batch_shape);
+  const TunedPlannerStats vs = verifier->stats();
+  std::size_t most_retimed = 0;
+  const LoadedTuningCache after = load_tuning_cache(b.cache);
+  if (auto it = after.cache.devices().find(device_id(changed)); it != after.cache.devices().end())
+    for (const auto& [key, entry] : it->second.entries) most_retimed = std::max(most_retimed, entry.candidates.size());
+
+  const double tuned_ms = median(variants[0].step_s) * 1e3;
+  double best_fixed_ms = 1e300;
+  std::string best_fixed;
+  std::printf("%-14s %10s %8s  %s\n", "plan", "step_ms", "vs_tuned", "conv layers (fwd solver/layout)");
+  for (const Variant& v : variants) {
+    const double ms = median(v.step_s) * 1e3;
+    if (v.name != "tuned" && ms < best_fixed_ms) best_fixed_ms = ms, best_fixed = v.name;
+    std::printf("%-14s %10.2f %8.2f  %s\n", v.name.c_str(), ms, ms / tuned_ms, v.describe().c_str());
+  }
+  std::printf("result model=%s batch=%d threads=%d tuned_step_ms=%.2f best_fixed=%s best_fixed_step_ms=%.2f "
+              "fixed_over_tuned=%.3f profile_s=%.2f profile_steps=%.1f cached_start_ms=%.1f "
+              "verify_keys=%d verify_retimed=%d verify_max_per_key=%zu\n",
+              model_name.c_str(), batch, num_threads(), tuned_ms, best_fixed.c_str(), best_fixed_ms,
+              best_fixed_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
+              vs.retimed_candidates, most_retimed);
+  if (own_cache) {
+    std::filesystem::remove(b.cache);
+    std::filesystem::remove(b.cache.string() + ".lock");
+  }
+  return 0;
+}
+
+}  // namespace tunecnn
