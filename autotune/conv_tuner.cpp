@@ -28,6 +28,8 @@ constexpr std::int64_t kMaxVerifyMacs = 3'000'000;
 constexpr double kTieFraction = 0.02;
 // A first timed call this many times slower than the best median so far ends a candidate's timing.
 constexpr double kHopelessFactor = 1.5;
+// Calls longer than this need no separate warm-up.
+constexpr double kLongCallSeconds = 0.05;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;
 
@@ -117,30 +119,46 @@ struct Timing {
   int runs = 0;
 };
 
-// Warm-up (cut short when one call alone exceeds the cap), then timed calls until the median
-// settles, the cap is spent or max_repeats is reached; at least one timed call always runs.
+Timing summarise(const std::vector<double>& times) {
+  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
+}
+
+bool hopeless(const std::vector<double>& times, double bound_s) {
+  return bound_s > 0 && times.size() == 1 && times[0] > kHopelessFactor * bound_s;
+}
+
+// Warm-up (a call over kLongCallSeconds is kept as the first timed call instead), then timed
+// calls until the median settles, the cap is spent or max_repeats is reached; at least one timed
+// call always runs.
 // A candidate whose first timed call is already far slower than the best so far (`bound_s`
 // seconds; 0: none yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would
 // only measure precisely how much it loses.
 Timing time_calls(const std::function<void()>& call, const ConvTunerOptions& o,
                   const std::function<double()>& clock, double bound_s) {
+  std::vector<double> times;
+  double spent = 0;
   for (int i = 0; i < o.warmup; ++i) {
     const double start = clock();
     call();
-    if (clock() - start > o.max_seconds) break;
+    const double took = clock() - start;
+    // A long call is its own warm-up: first-touch costs are noise at that scale, so it counts.
+    if (took > kLongCallSeconds) {
+      times.push_back(took);
+      spent += took;
+      break;
+    }
   }
-  std::vector<double> times;
-  double spent = 0;
-  const auto hopeless = [&] { return bound_s > 0 && times.size() == 1 && times[0] > kHopelessFactor * bound_s; };
+  if (!times.empty() && (hopeless(times, bound_s) || spent >= o.max_seconds))
+    return summarise(times);
   do {
     const double start = clock();
     call();
     times.push_back(clock() - start);
     spent += times.back();
   } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
-           !settled(times, o) && !hopeless());
-  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
+           !settled(times, o) && !hopeless(times, bound_s));
+  return summarise(times);
 }
 
 // ---- the search ----------------------------------------------------------------------------

@@ -27,16 +27,22 @@ void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainL
   out.push_back({prefix, &module, dynamic_cast<Conv2d*>(&module), {}, {}});
 }
 
-// Each layer's input shape, from a forward pass on zeros in which conv layers are not run (their
-// output shape follows from the problem), so tracing costs no conv time and needs no plan.
+// Each layer's input shape, from a forward pass on one example of zeros in which conv layers are
+// not run (their output shape follows from the problem), so tracing costs almost nothing and
+// needs no plan. Only the batch dimension depends on the batch size.
 void trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
   NoGradGuard no_grad;
-  Variable x(Tensor::zeros(input_shape), false);
+  Shape one = input_shape;
+  one[0] = 1;
+  Variable x(Tensor::zeros(one), false);
   for (ChainLayer& layer : chain) {
     layer.input = x.shape();
+    layer.input[0] = input_shape[0];
     if (layer.conv != nullptr) {
       layer.problem = layer.conv->problem_for(layer.input);
-      x = Variable(Tensor::zeros(layer.problem.dst_shape()), false);
+      ConvProblem single = layer.problem;
+      single.mb = 1;
+      x = Variable(Tensor::zeros(single.dst_shape()), false);
     } else {
       x = layer.module->forward(x);
     }
