@@ -48,7 +48,8 @@ tunecnn::CommandLine make_command_line() {
   cli.option("max-workspace", "", "largest conv workspace a tuned candidate may use, in bytes "
                                   "(default: unlimited)");
   cli.option("force-solver", "", "comma-separated conv solvers to use wherever they run (e.g. "
-                                  "mec or im2col_gemm,winograd_f2x3); other layers are tuned as usual");
+                                  "mec or im2col_gemm,winograd_f2x3); other layers are tuned as usual; "
+                                  "what a forced run measures is not written to the cache");
   return cli;
 }
 

@@ -200,7 +200,9 @@ const TuningEntry* TunedConvPlanner::resolve(const ConvProblem& problem) {
 }
 
 void TunedConvPlanner::store(const TuningEntry& entry) {
-  if (!save_failed_) {
+  // A --force-solver run measures only the forced solvers: its entries would make later
+  // unforced runs believe nothing else was tried, so they stay in memory.
+  if (!save_failed_ && options_.only_solvers.empty()) {
     try {
       LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
         fresh.put(device_id_, device_fields_, entry);

@@ -248,6 +248,15 @@ TEST(TunedPlanner, ForcedSolverIsUsedEvenWhenTheCacheChoseAnother) {
     const ConvLayerPlan plan = p.plan(k5x5);
     for (Direction d : kDirs) EXPECT_EQ(plan.for_direction(d).solver->name(), forced) << forced;
   }
+  // A forced run that had to tune writes nothing: the cache keeps only unforced decisions.
+  testing::TempDir other_dir;
+  const auto forced_file = other_dir.path() / "tuning.yaml";
+  Harness forced_run;
+  ConvTunerOptions forced_options = forced_run.options();
+  forced_options.only_solvers = {"mec"};
+  TunedConvPlanner(TunePolicy::cached, forced_file, forced_options, "cpu-test", {{"model", "x"}}).plan(k5x5);
+  // (The transform bandwidths it measured are device facts and may be stored.)
+  EXPECT_EQ(load_tuning_cache(forced_file).cache.find("cpu-test", k5x5.key()), nullptr);
   // A forced solver that cannot run the problem (MEC needs groups 1) leaves the others in play.
   ConvProblem grouped = k5x5;
   grouped.g = 2;
