@@ -41,44 +41,9 @@ constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direct
 
 // ---- timing --------------------------------------------------------------------------------
 
-double steady_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// The last call moved the median by less than `settle` (relative).
-bool settled(const std::vector<double>& times, const ConvTunerOptions& o) {
-  if (static_cast<int>(times.size()) < std::max(o.min_repeats, 2)) return false;
-  const double now = median_of(times);
-  const double before = median_of(std::vector<double>(times.begin(), times.end() - 1));
-  return std::abs(now - before) <= o.settle * now;
-}
-
-// The conv tuner's policy: warm-up (cut short by one call over the cap), then timed calls until
-// the median settles, the cap is spent or max_repeats is reached; at least one timed call.
+// The conv tuner's timing policy (time_calls in conv_tuner.h), in seconds.
 double median_seconds(const std::function<void()>& call, const ConvTunerOptions& o) {
-  const std::function<double()> clock = o.clock ? o.clock : steady_seconds;
-  for (int i = 0; i < o.warmup; ++i) {
-    const double start = clock();
-    call();
-    if (clock() - start > o.max_seconds) break;
-  }
-  std::vector<double> times;
-  double spent = 0;
-  do {
-    const double start = clock();
-    call();
-    times.push_back(clock() - start);
-    spent += times.back();
-  } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
-           !settled(times, o));
-  return median_of(times);
+  return time_calls(call, o).median_ms / 1e3;
 }
 
 // Seconds of `a` and of `b`, each the least of kRounds medians taken in turn (a, b, a, b, ...):

@@ -114,12 +114,7 @@ bool settled(const std::vector<double>& times, const ConvTunerOptions& o) {
   return true;
 }
 
-struct Timing {
-  double median_ms = 0, spread_ms = 0;
-  int runs = 0;
-};
-
-Timing summarise(const std::vector<double>& times) {
+CallTiming summarise(const std::vector<double>& times) {
   const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
   return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
 }
@@ -134,8 +129,8 @@ bool hopeless(const std::vector<double>& times, double bound_s) {
 // A candidate whose first timed call is already far slower than the best so far (`bound_s`
 // seconds; 0: none yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would
 // only measure precisely how much it loses.
-Timing time_calls(const std::function<void()>& call, const ConvTunerOptions& o,
-                  const std::function<double()>& clock, double bound_s) {
+CallTiming time_with_clock(const std::function<void()>& call, const ConvTunerOptions& o,
+                           const std::function<double()>& clock, double bound_s) {
   std::vector<double> times;
   double spent = 0;
   for (int i = 0; i < o.warmup; ++i) {
@@ -218,7 +213,7 @@ class Search {
   void try_candidate(const ConvSolver& solver, Layout layout, const TuneConfig& config);
   void climb(const ConvSolver& solver, Layout layout, const std::vector<TuneConfig>& configs);
   std::string verify(const ConvSolver& solver, Layout layout, const TuneConfig& config);
-  Timing time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
+  CallTiming time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
               std::size_t workspace_bytes);
 
   ConvProblem problem_;
@@ -241,7 +236,7 @@ void Search::try_candidate(const ConvSolver& solver, Layout layout, const TuneCo
     warn_("conv tuner: " + describe(solver, config, layout) + " disagrees with the reference on " +
           problem_.key() + " (" + wrong + "); disqualified");
   } else {
-    const Timing t = time(solver, layout, config, bytes);
+    const CallTiming t = time(solver, layout, config, bytes);
     result.median_ms = t.median_ms;
     result.spread_ms = t.spread_ms;
     result.runs = t.runs;
@@ -304,7 +299,7 @@ std::string Search::verify(const ConvSolver& solver, Layout layout, const TuneCo
   return full_->check(solver, config, layout);
 }
 
-Timing Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
+CallTiming Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& config,
                     std::size_t workspace_bytes) {
   auto it = timing_args_.find(layout);
   if (it == timing_args_.end())
@@ -316,7 +311,7 @@ Timing Search::time(const ConvSolver& solver, Layout layout, const TuneConfig& c
   double best_s = 0;
   for (const CandidateResult& r : results_)
     if (r.correct && r.runs > 0 && (best_s == 0 || r.median_ms / 1e3 < best_s)) best_s = r.median_ms / 1e3;
-  return time_calls([&] { solver.run(problem_, config, args, ws); }, options_, clock_, best_s);
+  return time_with_clock([&] { solver.run(problem_, config, args, ws); }, options_, clock_, best_s);
 }
 
 std::size_t choose(const std::vector<CandidateResult>& results) {
@@ -394,6 +389,11 @@ const CandidateResult* choose_candidate(const std::vector<CandidateResult>& cand
       pick = &c;
   }
   return pick;
+}
+
+CallTiming time_calls(const std::function<void()>& call, const ConvTunerOptions& options,
+                      double bound_s) {
+  return time_with_clock(call, options, options.clock ? options.clock : steady_seconds, bound_s);
 }
 
 ConvProblem verification_problem(const ConvProblem& problem) {

@@ -46,6 +46,18 @@ struct ConvTunerOptions {
 // can run the problem within the budget.
 TuningEntry tune_conv(const ConvProblem& problem, const ConvTunerOptions& options);
 
+struct CallTiming {
+  double median_ms = 0, spread_ms = 0;  // spread: (max - min) / 2
+  int runs = 0;
+};
+
+// The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
+// its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
+// `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
+// seconds), a first call over 1.5x the bound ends the timing. Uses options.clock when set.
+CallTiming time_calls(const std::function<void()>& call, const ConvTunerOptions& options,
+                      double bound_s = 0);
+
 // The runnable plan an entry describes; throws Error when it names a solver this build lacks.
 ConvPlan plan_from_entry(const TuningEntry& entry);
 
