@@ -34,12 +34,7 @@ int bench_train(int argc, const char* const* argv) {
   if (!cli.parse(argc, argv)) return 0;
   set_num_threads(cli.get_int("threads"));
   Rng rng(1);
-  Shape input;
-  for (std::string rest = cli.get("input"); !rest.empty();) {
-    const auto comma = rest.find(',');
-    input.push_back(std::stoll(rest.substr(0, comma)));
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
+  const Shape input = parse_chw(cli.get("input"), "input");
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   auto model = build_model(cli.get("model"), ModelOptions{input, classes}, rng);
   Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});

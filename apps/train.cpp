@@ -85,17 +85,10 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
                   name, "'; known: ", tunecnn::conv_solver_names());
   o.tune_cache = cli.get("tune-cache");
   if (cli.has("max-workspace")) {
-    const std::string text = cli.get("max-workspace");
-    std::size_t used = 0;
-    unsigned long long bytes = 0;
-    try {
-      bytes = std::stoull(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    TUNECNN_CHECK(used == text.size() && !text.empty() && text[0] != '-',
-                  "--max-workspace must be a number of bytes, got '", text, "'");
-    o.max_workspace = static_cast<std::size_t>(bytes);
+    const std::optional<std::size_t> bytes = tunecnn::parse_byte_count(cli.get("max-workspace"));
+    TUNECNN_CHECK(bytes.has_value(), "--max-workspace must be a number of bytes, got '",
+                  cli.get("max-workspace"), "'");
+    o.max_workspace = *bytes;
   }
   TUNECNN_CHECK(o.epochs > 0, "--epochs must be positive, got ", o.epochs);
   TUNECNN_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);

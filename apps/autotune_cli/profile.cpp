@@ -35,16 +35,9 @@ const DataShape& data_shape(const std::string& name) {
 }
 
 std::size_t parse_bytes(const std::string& text) {
-  std::size_t used = 0;
-  unsigned long long bytes = 0;
-  try {
-    bytes = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || text[0] == '-' || used != text.size())
-    throw UsageError("--max-workspace must be a number of bytes, got '" + text + "'");
-  return static_cast<std::size_t>(bytes);
+  const std::optional<std::size_t> bytes = parse_byte_count(text);
+  if (!bytes) throw UsageError("--max-workspace must be a number of bytes, got '" + text + "'");
+  return *bytes;
 }
 
 int positive(const CommandLine& options, const std::string& name) {

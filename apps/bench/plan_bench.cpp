@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
@@ -26,23 +27,6 @@ namespace {
 double now_s() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-Shape parse_shape(const std::string& text) {
-  Shape shape;
-  for (std::string rest = text; !rest.empty();) {
-    const auto comma = rest.find(',');
-    shape.push_back(std::stoll(rest.substr(0, comma)));
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
-  TUNECNN_CHECK(shape.size() == 3, "--input must be C,H,W, got '", text, "'");
-  return shape;
 }
 
 // The input a model is built for, unless --input says otherwise.
@@ -124,7 +108,7 @@ int bench_plans(int argc, const char* const* argv) {
   if (!cli.parse(argc, argv)) return 0;
   set_num_threads(cli.get_int("threads"));
   const std::string model_name = cli.get("model");
-  const Shape input = parse_shape(cli.has("input") ? cli.get("input") : default_input(model_name));
+  const Shape input = parse_chw(cli.has("input") ? cli.get("input") : default_input(model_name), "input");
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   const bool own_cache = !cli.has("tune-cache");
 
@@ -199,12 +183,12 @@ int bench_plans(int argc, const char* const* argv) {
   if (auto it = after.cache.devices().find(device_id(changed)); it != after.cache.devices().end())
     for (const auto& [key, entry] : it->second.entries) most_retimed = std::max(most_retimed, entry.candidates.size());
 
-  const double tuned_ms = median(variants[0].step_s) * 1e3;
+  const double tuned_ms = median_of(variants[0].step_s) * 1e3;
   double best_fixed_ms = 1e300;
   std::string best_fixed;
   std::printf("%-14s %10s %8s  %s\n", "plan", "step_ms", "vs_tuned", "conv layers (fwd solver/layout)");
   for (const Variant& v : variants) {
-    const double ms = median(v.step_s) * 1e3;
+    const double ms = median_of(v.step_s) * 1e3;
     if (v.name != "tuned" && ms < best_fixed_ms) best_fixed_ms = ms, best_fixed = v.name;
     std::printf("%-14s %10.2f %8.2f  %s\n", v.name.c_str(), ms, ms / tuned_ms, v.describe().c_str());
   }

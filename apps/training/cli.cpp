@@ -7,6 +7,31 @@
 
 namespace tunecnn {
 
+std::optional<std::size_t> parse_byte_count(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long bytes = 0;
+  try {
+    bytes = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (text.empty() || text[0] == '-' || used != text.size()) return std::nullopt;
+  return static_cast<std::size_t>(bytes);
+}
+
+Shape parse_chw(const std::string& text, const std::string& option) {
+  Shape shape;
+  for (std::string rest = text; !rest.empty();) {
+    const auto comma = rest.find(',');
+    const std::optional<std::size_t> value = parse_byte_count(rest.substr(0, comma));
+    TUNECNN_CHECK(value && *value > 0, "--", option, " must be C,H,W with positive sizes, got '", text, "'");
+    shape.push_back(static_cast<std::int64_t>(*value));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  TUNECNN_CHECK(shape.size() == 3, "--", option, " must be C,H,W, got '", text, "'");
+  return shape;
+}
+
 CommandLine::CommandLine(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 

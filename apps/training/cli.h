@@ -1,11 +1,22 @@
 #pragma once
 // A small command-line parser shared by the apps: --name value and --flag options, each with a
 // help line, so every app prints a clear --help and names the option it cannot parse.
+#include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/types.h"
+
 namespace tunecnn {
+
+// A whole non-negative integer such as "1048576"; nullopt for anything else, so each app reports
+// the error in its own way.
+std::optional<std::size_t> parse_byte_count(const std::string& text);
+
+// "C,H,W" of one example; throws Error naming `option` and the text otherwise.
+Shape parse_chw(const std::string& text, const std::string& option);
 
 class CommandLine {
  public:
