@@ -42,7 +42,7 @@ constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direct
 // ---- timing --------------------------------------------------------------------------------
 
 // The conv tuner's timing policy (time_calls in conv_tuner.h), in seconds.
-double median_seconds(const std::function<void()>& call, const ConvTunerOptions& o) {
+double median_seconds(const std::function<void()>& call, const TunerOptions& o) {
   return time_calls(call, o).median_ms / 1e3;
 }
 
@@ -81,7 +81,7 @@ class ConvBench {
 
   // Median seconds of one direction; run_conv's check, since the sweeps pick solvers by hand.
   double time(const ConvSolver& solver, const TuneConfig& config, Direction dir,
-              const ConvTunerOptions& timing) const {
+              const TunerOptions& timing) const {
     const ConvProblem p = fwd_.with_dir(dir);
     std::string why;
     TUNECNN_CHECK(solver.applicable(p, &why), "calibration: ", solver.name(), " cannot run ",

@@ -23,7 +23,7 @@ namespace tunecnn {
 struct CalibrationOptions {
   // Timing policy: warmup, min/max repeats, max_seconds, settle and clock are used; the rest is
   // ignored. Calibration must stay under a minute on a 2-core machine with the defaults.
-  ConvTunerOptions timing;
+  TunerOptions timing;
   std::function<void(const std::string&)> progress;  // one line per measured sweep point
 };
 

@@ -84,7 +84,7 @@ ConvLayerReport report_for(const ChainLayer& layer, const ConvLayerPlan& plan,
 
 }  // namespace
 
-NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedConvPlanner> tuner) : tuner_(std::move(tuner)) {
+NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std::move(tuner)) {
   TUNECNN_CHECK(tuner_ != nullptr, "NetworkPlanner: null tuner");
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Plans every conv layer of a network for one input shape: walks the chain of layers (nested
 // Sequentials flattened) to find each layer's input shape, resolves each distinct conv problem
-// through the TunedConvPlanner (cache, profile or verify; each key at most once), then picks every
+// through the TunedPlanner (cache, profile or verify; each key at most once), then picks every
 // layer's layout with the exact chain DP (layout_plan.h), charging measured transform costs, and
 // installs the plans in the Conv2d layers. Under --tune off it times nothing: each conv layer
 // gets its thresholds plan (calibration.h) and transforms go where layers disagree.
@@ -35,7 +35,7 @@ struct NetworkPlanReport {
 
 class NetworkPlanner {
  public:
-  explicit NetworkPlanner(std::shared_ptr<TunedConvPlanner> tuner);
+  explicit NetworkPlanner(std::shared_ptr<TunedPlanner> tuner);
 
   // Plans `model` for inputs of `input_shape` (batch first) and installs the plans. For
   // ConvUse::inference only the forward pass is tuned and costed.
@@ -45,7 +45,7 @@ class NetworkPlanner {
   std::function<void(int, int, const std::string&)> on_profile;
 
  private:
-  std::shared_ptr<TunedConvPlanner> tuner_;
+  std::shared_ptr<TunedPlanner> tuner_;
 };
 
 }  // namespace tunecnn

@@ -59,21 +59,21 @@ std::string_view to_string(TunePolicy policy) {
   return "?";
 }
 
-TunedConvPlanner::TunedConvPlanner(TunePolicy policy, std::filesystem::path cache_path,
-                                   ConvTunerOptions options, std::string device_id,
+TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
+                                   TunerOptions options, std::string device_id,
                                    std::map<std::string, std::string> device_fields)
     : policy_(policy),
       cache_path_(std::move(cache_path)),
       options_(std::move(options)),
       device_id_(std::move(device_id)),
       device_fields_(std::move(device_fields)) {
-  TUNECNN_CHECK(!device_id_.empty(), "TunedConvPlanner: empty device id");
+  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
   LoadedTuningCache loaded = load_tuning_cache(cache_path_);
   for (const std::string& w : loaded.warnings) warn(w);
   cache_ = std::move(loaded.cache);
 }
 
-void TunedConvPlanner::warn(const std::string& message) const {
+void TunedPlanner::warn(const std::string& message) const {
   if (options_.warn)
     options_.warn(message);
   else
@@ -82,27 +82,27 @@ void TunedConvPlanner::warn(const std::string& message) const {
 
 // ---- which cached candidates still run here ---------------------------------------------------
 
-const ConvSolver* TunedConvPlanner::solver_named(const std::string& name) const {
+const ConvSolver* TunedPlanner::solver_named(const std::string& name) const {
   for (const ConvSolver* s : options_.solvers)
     if (s->name() == name) return s;
   return find_conv_solver(name);
 }
 
-bool TunedConvPlanner::runnable(const CandidateResult& c, const ConvProblem& problem) const {
+bool TunedPlanner::runnable(const CandidateResult& c, const ConvProblem& problem) const {
   const ConvSolver* solver = solver_named(c.solver);
   return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
          solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
          solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
 }
 
-bool TunedConvPlanner::forced(const std::string& solver) const {
+bool TunedPlanner::forced(const std::string& solver) const {
   return std::find(options_.only_solvers.begin(), options_.only_solvers.end(), solver) !=
          options_.only_solvers.end();
 }
 
 // Runnable, and, under --force-solver, one of the forced solvers whenever any of them runs this
 // problem (as in the tuner: the others only stand in when no forced solver can).
-bool TunedConvPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
+bool TunedPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
                                 const ConvProblem& problem) const {
   if (!runnable(c, problem)) return false;
   if (options_.only_solvers.empty() || forced(c.solver)) return true;
@@ -111,7 +111,7 @@ bool TunedConvPlanner::eligible(const TuningEntry& entry, const CandidateResult&
   });
 }
 
-bool TunedConvPlanner::usable(const TuningEntry& entry, const ConvProblem& problem) const {
+bool TunedPlanner::usable(const TuningEntry& entry, const ConvProblem& problem) const {
   const bool any = choose_candidate(entry.candidates, [&](const CandidateResult& c) {
                      return eligible(entry, c, problem);
                    }) != nullptr;
@@ -128,7 +128,7 @@ bool TunedConvPlanner::usable(const TuningEntry& entry, const ConvProblem& probl
 
 // Another device's entry for this key: the one whose fingerprint shares the most fields with
 // ours (the same CPU model and ISA first), then the most timed runs.
-const TuningEntry* TunedConvPlanner::foreign_entry(const std::string& key) const {
+const TuningEntry* TunedPlanner::foreign_entry(const std::string& key) const {
   const TuningEntry* best = nullptr;
   int best_shared = -1;
   for (const auto& [id, device] : cache_.devices()) {
@@ -147,12 +147,12 @@ const TuningEntry* TunedConvPlanner::foreign_entry(const std::string& key) const
 
 // ---- resolving one direction ------------------------------------------------------------------
 
-const TuningEntry& TunedConvPlanner::remember(TuningEntry entry) {
+const TuningEntry& TunedPlanner::remember(TuningEntry entry) {
   const std::string key = entry.key;
   return resolved_[key] = std::move(entry);
 }
 
-bool TunedConvPlanner::would_profile(const ConvProblem& problem) const {
+bool TunedPlanner::would_profile(const ConvProblem& problem) const {
   if (policy_ == TunePolicy::off) return false;
   if (resolved_.count(problem.key())) return false;
   if (policy_ == TunePolicy::full) return true;
@@ -160,7 +160,7 @@ bool TunedConvPlanner::would_profile(const ConvProblem& problem) const {
   return entry == nullptr || !usable(*entry, problem);
 }
 
-const TuningEntry* TunedConvPlanner::resolve(const ConvProblem& problem) {
+const TuningEntry* TunedPlanner::resolve(const ConvProblem& problem) {
   const std::string key = problem.key();
   if (auto it = resolved_.find(key); it != resolved_.end()) return &it->second;
   if (missing_.count(key)) return nullptr;
@@ -199,7 +199,7 @@ const TuningEntry* TunedConvPlanner::resolve(const ConvProblem& problem) {
   return &remember(std::move(entry));
 }
 
-void TunedConvPlanner::store(const TuningEntry& entry) {
+void TunedPlanner::store(const TuningEntry& entry) {
   // A --force-solver run measures only the forced solvers: its entries would make later
   // unforced runs believe nothing else was tried, so they stay in memory.
   if (!save_failed_ && options_.only_solvers.empty()) {
@@ -220,7 +220,7 @@ void TunedConvPlanner::store(const TuningEntry& entry) {
   cache_.put(device_id_, device_fields_, entry);
 }
 
-int TunedConvPlanner::pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use) const {
+int TunedPlanner::pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
   for (const ConvProblem& fwd : fwd_problems)
@@ -231,7 +231,7 @@ int TunedConvPlanner::pending(const std::vector<ConvProblem>& fwd_problems, Conv
 
 // ---- from entries to plans ----------------------------------------------------------------------
 
-std::optional<LayerEntries> TunedConvPlanner::layer_entries(const ConvProblem& fwd_problem,
+std::optional<LayerEntries> TunedPlanner::layer_entries(const ConvProblem& fwd_problem,
                                                             ConvUse use) {
   std::lock_guard lock(mutex_);
   LayerEntries entries;
@@ -245,7 +245,7 @@ std::optional<LayerEntries> TunedConvPlanner::layer_entries(const ConvProblem& f
   return entries;
 }
 
-const CandidateResult* TunedConvPlanner::best_in_layout(const TuningEntry& entry,
+const CandidateResult* TunedPlanner::best_in_layout(const TuningEntry& entry,
                                                         const ConvProblem& problem,
                                                         Layout layout) const {
   return choose_candidate(entry.candidates, [&](const CandidateResult& c) {
@@ -253,7 +253,7 @@ const CandidateResult* TunedConvPlanner::best_in_layout(const TuningEntry& entry
   });
 }
 
-std::optional<ConvLayerPlan> TunedConvPlanner::plan_in_layout(const ConvProblem& fwd_problem,
+std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd_problem,
                                                               const LayerEntries& entries,
                                                               Layout layout) const {
   ConvLayerPlan plan;
@@ -273,7 +273,7 @@ std::optional<ConvLayerPlan> TunedConvPlanner::plan_in_layout(const ConvProblem&
   return plan;
 }
 
-std::array<double, kLayoutCount> TunedConvPlanner::layout_costs(const ConvProblem& fwd_problem,
+std::array<double, kLayoutCount> TunedPlanner::layout_costs(const ConvProblem& fwd_problem,
                                                                 const LayerEntries& entries) const {
   std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
   for (int l = 0; l < kLayoutCount; ++l) {
@@ -289,7 +289,7 @@ std::array<double, kLayoutCount> TunedConvPlanner::layout_costs(const ConvProble
   return costs;
 }
 
-ConvLayerPlan TunedConvPlanner::untimed_plan(const ConvProblem& fwd_problem) {
+ConvLayerPlan TunedPlanner::untimed_plan(const ConvProblem& fwd_problem) {
   std::lock_guard lock(mutex_);
   const DeviceThresholds thresholds = cache_.thresholds(device_id_);
   if (thresholds.ct || thresholds.nt || thresholds.mec_t)
@@ -297,7 +297,7 @@ ConvLayerPlan TunedConvPlanner::untimed_plan(const ConvProblem& fwd_problem) {
   return FirstApplicablePlanner(Layout::NCHW).plan(fwd_problem);
 }
 
-double TunedConvPlanner::transform_cost(const Shape& shape, Layout from, Layout to) {
+double TunedPlanner::transform_cost(const Shape& shape, Layout from, Layout to) {
   std::lock_guard lock(mutex_);
   if (from == to) return 0;
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * sizeof(float);
@@ -314,7 +314,7 @@ double TunedConvPlanner::transform_cost(const Shape& shape, Layout from, Layout 
   return 2 * *ms;  // the activation forward, its gradient backward
 }
 
-void TunedConvPlanner::store_transform_bandwidths(const std::map<std::string, double>& gbps) {
+void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double>& gbps) {
   const auto add = [&](TuningCache& cache) {
     DeviceThresholds t = cache.thresholds(device_id_);
     t.transform_gbps = gbps;
@@ -333,7 +333,7 @@ void TunedConvPlanner::store_transform_bandwidths(const std::map<std::string, do
   add(cache_);
 }
 
-ConvLayerPlan TunedConvPlanner::plan(const ConvProblem& fwd_problem) {
+ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   const std::optional<LayerEntries> entries = layer_entries(fwd_problem);
   if (!entries) return untimed_plan(fwd_problem);
   // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
@@ -344,12 +344,12 @@ ConvLayerPlan TunedConvPlanner::plan(const ConvProblem& fwd_problem) {
   return *plan_in_layout(fwd_problem, *entries, chosen.layouts[0]);
 }
 
-TunedPlannerStats TunedConvPlanner::stats() const {
+TunedPlannerStats TunedPlanner::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
 }
 
-std::string TunedConvPlanner::summary() const {
+std::string TunedPlanner::summary() const {
   const TunedPlannerStats s = stats();
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", s.profile_seconds);

@@ -57,11 +57,11 @@ using LayerEntries = std::array<TuningEntry, 3>;
 // Whether a shape is trained on (all three directions matter) or only evaluated (forward only).
 enum class ConvUse { training, inference };
 
-class TunedConvPlanner final : public ConvPlanner {
+class TunedPlanner final : public ConvPlanner {
  public:
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
   // aside and reported through options.warn).
-  TunedConvPlanner(TunePolicy policy, std::filesystem::path cache_path, ConvTunerOptions options,
+  TunedPlanner(TunePolicy policy, std::filesystem::path cache_path, TunerOptions options,
                    std::string device_id, std::map<std::string, std::string> device_fields);
 
   // A layer planned on its own: its input arrives, and its output leaves, in NCHW.
@@ -96,7 +96,7 @@ class TunedConvPlanner final : public ConvPlanner {
   std::string summary() const;
   const std::filesystem::path& cache_path() const { return cache_path_; }
   const std::string& device_id() const { return device_id_; }
-  const ConvTunerOptions& options() const { return options_; }
+  const TunerOptions& options() const { return options_; }
 
  private:
   const TuningEntry* resolve(const ConvProblem& problem);  // one direction; mutex held
@@ -116,7 +116,7 @@ class TunedConvPlanner final : public ConvPlanner {
 
   TunePolicy policy_;
   std::filesystem::path cache_path_;
-  ConvTunerOptions options_;
+  TunerOptions options_;
   std::string device_id_;
   std::map<std::string, std::string> device_fields_;
   TuningCache cache_;                           // the file as last read or written

@@ -75,8 +75,8 @@ const ConvProblem k3x3{Direction::fwd, 4, 8, 12, 11, 8, 3, 3, 1, 1, 1, 1, 1};
 struct Harness {
   FakeClock clock;
   std::vector<std::string> warnings;
-  ConvTunerOptions options() {
-    ConvTunerOptions o;
+  TunerOptions options() {
+    TunerOptions o;
     o.clock = clock.fn();
     o.warn = [this](std::string_view m) { warnings.emplace_back(m); };
     return o;
@@ -92,7 +92,7 @@ const CandidateResult* find(const TuningEntry& e, std::string_view solver) {
 TEST(ConvTuner, FakeClockFastestSolverIsChosen) {
   Harness h;
   FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3), mid("mid", h.clock, 2e-3);
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.solvers = {&slow, &fast, &mid};
   const TuningEntry e = tune_conv(kSmall, o);
   EXPECT_EQ(e.solver, "fast");
@@ -114,7 +114,7 @@ TEST(ConvTuner, TiesWithinNoiseGoToLowerWorkspaceThenEarlier) {
   // 1% apart: within the 2% noise floor. "big" is fastest but needs more memory.
   FakeSolver big("big", h.clock, 1.00e-3, 1 << 20), lean("lean", h.clock, 1.01e-3);
   FakeSolver lean_twin("lean_twin", h.clock, 1.005e-3), far("far", h.clock, 1.5e-3);
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.solvers = {&big, &lean, &lean_twin, &far};
   const TuningEntry first = tune_conv(kSmall, o);
   EXPECT_EQ(first.solver, "lean");  // lower workspace than big; earlier than its equal twin
@@ -132,7 +132,7 @@ TEST(ConvTuner, TiesWithinNoiseGoToLowerWorkspaceThenEarlier) {
 TEST(ConvTuner, ForceSolverIsHonoured) {
   Harness h;
   FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3);
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.solvers = {&fast, &slow};
   o.only_solvers = {"slow"};
   const TuningEntry e = tune_conv(kSmall, o);
@@ -140,7 +140,7 @@ TEST(ConvTuner, ForceSolverIsHonoured) {
   ASSERT_EQ(e.candidates.size(), 1u);
 
   // With the registry: every candidate is the forced solver, the reference included.
-  ConvTunerOptions real = h.options();
+  TunerOptions real = h.options();
   for (const char* name : {"winograd_f2x3", "direct"}) {
     real.only_solvers = {name};
     const TuningEntry forced = tune_conv(kSmall, real);
@@ -153,7 +153,7 @@ TEST(ConvTuner, ForceSolverIsHonoured) {
 
 TEST(ConvTuner, ForcedSolverThatCannotRunFallsBackWithWarning) {
   Harness h;
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.layouts = {Layout::NCHW, Layout::NHWC};
   o.only_solvers = {"mec"};
   ConvProblem grouped = kSmall;
@@ -180,9 +180,9 @@ std::multiset<std::string> within_budget(const ConvProblem& p, const std::vector
 
 TEST(ConvTuner, MemoryBudgetExcludesBigWorkspaces) {
   Harness h;
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.layouts = {Layout::NCHW, Layout::NHWC, Layout::CHWN};
-  o.config_search = ConvTunerOptions::ConfigSearch::exhaustive;  // every config within budget
+  o.config_search = TunerOptions::ConfigSearch::exhaustive;  // every config within budget
   const ConvProblem& p = kLenetConv2;
   const ConvSolver& im2col = *find_conv_solver("im2col_gemm");
   const ConvSolver& mec = *find_conv_solver("mec");
@@ -212,7 +212,7 @@ TEST(ConvTuner, MemoryBudgetExcludesBigWorkspaces) {
 
 TEST(ConvTuner, EveryCandidateOfARealProblemIsCorrect) {
   Harness h;
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.layouts = {Layout::NCHW, Layout::NHWC, Layout::CHWN};
   std::set<std::string> solvers;
   for (Direction dir : kAllDirections)
@@ -233,7 +233,7 @@ TEST(ConvTuner, EveryCandidateOfARealProblemIsCorrect) {
 TEST(ConvTuner, WrongSolverIsDisqualifiedWithWarning) {
   Harness h;
   ZeroSolver zeros;
-  ConvTunerOptions o = h.options();  // the clock never moves: every time ties at 0
+  TunerOptions o = h.options();  // the clock never moves: every time ties at 0
   o.solvers = {&zeros, find_conv_solver("im2col_gemm")};
   const TuningEntry e = tune_conv(kSmall, o);
   ASSERT_NE(find(e, "zeros"), nullptr);
@@ -247,7 +247,7 @@ TEST(ConvTuner, WrongSolverIsDisqualifiedWithWarning) {
 TEST(ConvTuner, ReferenceIsTheLastResort) {
   Harness h;
   ZeroSolver zeros;
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.solvers = {&zeros, &direct_conv_solver()};
   EXPECT_EQ(tune_conv(kSmall, o).solver, "direct");
   o.solvers = {&zeros};
@@ -257,7 +257,7 @@ TEST(ConvTuner, ReferenceIsTheLastResort) {
 TEST(ConvTuner, TimingStopsAtTheCapOrMaxRepeats) {
   Harness h;
   FakeSolver slow("slow", h.clock, 0.2);
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.solvers = {&slow};
   o.max_seconds = 0.5;
   EXPECT_EQ(tune_conv(kSmall, o).candidates.at(0).runs, 3);  // 0.6 s spent after three
@@ -290,7 +290,7 @@ TEST(ConvTuner, VerificationProblemKeepsTheGeometry) {
 }
 
 TEST(ConvTuner, ChosenPlanRunsAndMatchesTheReference) {
-  ConvTunerOptions o;  // the real clock, kept short
+  TunerOptions o;  // the real clock, kept short
   o.max_seconds = 0.02;
   o.max_repeats = 5;
   for (Direction dir : kAllDirections) {

@@ -29,8 +29,8 @@ struct Harness {
   int calls = 0;
   double now = 0;
   std::vector<std::string> warnings;
-  ConvTunerOptions options() {
-    ConvTunerOptions o;
+  TunerOptions options() {
+    TunerOptions o;
     o.warmup = 0;
     o.min_repeats = 2;
     o.max_repeats = 3;
@@ -41,9 +41,9 @@ struct Harness {
     o.warn = [this](std::string_view w) { warnings.emplace_back(w); };
     return o;
   }
-  std::shared_ptr<TunedConvPlanner> planner(TunePolicy policy, const std::filesystem::path& file,
+  std::shared_ptr<TunedPlanner> planner(TunePolicy policy, const std::filesystem::path& file,
                                             const std::string& device = "cpu-test") {
-    return std::make_shared<TunedConvPlanner>(policy, file, options(), device,
+    return std::make_shared<TunedPlanner>(policy, file, options(), device,
                                               std::map<std::string, std::string>{{"model", device}});
   }
 };
@@ -242,9 +242,9 @@ TEST(TunedPlanner, ForcedSolverIsUsedEvenWhenTheCacheChoseAnother) {
   first.planner(TunePolicy::cached, file)->plan(k5x5);
   for (const char* forced : {"mec", "direct_chwn", "im2col_gemm"}) {
     Harness h;
-    ConvTunerOptions o = h.options();
+    TunerOptions o = h.options();
     o.only_solvers = {forced};
-    TunedConvPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
+    TunedPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
     const ConvLayerPlan plan = p.plan(k5x5);
     for (Direction d : kDirs) EXPECT_EQ(plan.for_direction(d).solver->name(), forced) << forced;
   }
@@ -252,18 +252,18 @@ TEST(TunedPlanner, ForcedSolverIsUsedEvenWhenTheCacheChoseAnother) {
   testing::TempDir other_dir;
   const auto forced_file = other_dir.path() / "tuning.yaml";
   Harness forced_run;
-  ConvTunerOptions forced_options = forced_run.options();
+  TunerOptions forced_options = forced_run.options();
   forced_options.only_solvers = {"mec"};
-  TunedConvPlanner(TunePolicy::cached, forced_file, forced_options, "cpu-test", {{"model", "x"}}).plan(k5x5);
+  TunedPlanner(TunePolicy::cached, forced_file, forced_options, "cpu-test", {{"model", "x"}}).plan(k5x5);
   // (The transform bandwidths it measured are device facts and may be stored.)
   EXPECT_EQ(load_tuning_cache(forced_file).cache.find("cpu-test", k5x5.key()), nullptr);
   // A forced solver that cannot run the problem (MEC needs groups 1) leaves the others in play.
   ConvProblem grouped = k5x5;
   grouped.g = 2;
   Harness h;
-  ConvTunerOptions o = h.options();
+  TunerOptions o = h.options();
   o.only_solvers = {"mec"};
-  TunedConvPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
+  TunedPlanner p(TunePolicy::cached, file, o, "cpu-test", {{"model", "cpu-test"}});
   EXPECT_NE(p.plan(grouped).fwd.solver->name(), "mec");
 }
 

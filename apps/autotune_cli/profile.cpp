@@ -134,13 +134,13 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   const DataShape& data = data_shape(o.get("data"));
   const int batch = positive(o, "batch");
   const TunePolicy policy = profile_policy(o.get("tune"));
-  ConvTunerOptions options;
+  TunerOptions options;
   if (o.has("max-workspace")) options.max_workspace_bytes = parse_bytes(o.get("max-workspace"));
   options.warn = [&err](std::string_view message) { err << "warning: " << message << "\n"; };
   apply_threads(o);
   const DeviceIdentity device = this_device();
 
-  auto tuner = std::make_shared<TunedConvPlanner>(policy, tune_cache_path(o), options, device.id,
+  auto tuner = std::make_shared<TunedPlanner>(policy, tune_cache_path(o), options, device.id,
                                                   device.fields);
   DefaultPlannerScope scope(tuner);  // before the model is built: its conv layers take it
   Rng rng(1);

@@ -66,17 +66,17 @@ struct Bench {
   std::vector<Conv2d*> convs;
   Shape batch_shape;
   std::filesystem::path cache;
-  ConvTunerOptions options;
+  TunerOptions options;
   std::string device;
   std::map<std::string, std::string> fields;
 
-  std::shared_ptr<TunedConvPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {}) const {
-    ConvTunerOptions o = options;
+  std::shared_ptr<TunedPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {}) const {
+    TunerOptions o = options;
     o.only_solvers = std::move(forced);
-    return std::make_shared<TunedConvPlanner>(policy, cache, o, device, fields);
+    return std::make_shared<TunedPlanner>(policy, cache, o, device, fields);
   }
 
-  Variant plan(const std::string& name, const std::shared_ptr<TunedConvPlanner>& tuner) {
+  Variant plan(const std::string& name, const std::shared_ptr<TunedPlanner>& tuner) {
     NetworkPlanner(tuner).plan(*model, batch_shape);
     Variant v{name, {}, {}};
     for (Conv2d* conv : convs)
@@ -174,7 +174,7 @@ int bench_plans(int argc, const char* const* argv) {
   // 4. verify under a changed fingerprint: another "device" starting from this cache.
   std::map<std::string, std::string> changed = b.fields;
   changed["framework_version"] += "+changed";
-  auto verifier = std::make_shared<TunedConvPlanner>(TunePolicy::verify, b.cache, b.options,
+  auto verifier = std::make_shared<TunedPlanner>(TunePolicy::verify, b.cache, b.options,
                                                      device_id(changed), changed);
   NetworkPlanner(verifier).plan(*b.model, b.batch_shape);
   const TunedPlannerStats vs = verifier->stats();

@@ -86,7 +86,7 @@ class Run {
   int epoch_ = 0;               // 0-based epoch in progress
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
-  std::shared_ptr<TunedConvPlanner> tuner_;
+  std::shared_ptr<TunedPlanner> tuner_;
   std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
 
   void setup();
@@ -125,10 +125,10 @@ void Run::install_tuner() {
   if (o_.tune.empty()) return;
   const TunePolicy policy = parse_tune_policy(o_.tune);
   const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
-  ConvTunerOptions options;
+  TunerOptions options;
   options.max_workspace_bytes = o_.max_workspace;
   options.only_solvers = o_.force_solvers;
-  tuner_ = std::make_shared<TunedConvPlanner>(
+  tuner_ = std::make_shared<TunedPlanner>(
       policy, o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache, options,
       device_id(fields), fields);
   previous_planner_ = default_conv_planner();

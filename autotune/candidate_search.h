@@ -1,0 +1,112 @@
+#pragma once
+// The tuner's core, common to every kind of problem (convolution, pooling, softmax): try each
+// solver in each layout over its configs, check every candidate once against the reference, time
+// the correct ones with one timing policy, and pick a winner that stays the same across runs when
+// timings are within noise. The per-kind tuners (conv_tuner.h, pool_tuner.h, softmax_tuner.h)
+// only say how a candidate is checked and run.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autotune/records.h"
+
+namespace tunecnn {
+
+// NCHW, CHWN and NHWC. (A function rather than a braced default member initializer, which
+// GCC 12 misreads as maybe-uninitialized when the options are copied.)
+inline std::vector<Layout> all_layouts() { return {Layout::NCHW, Layout::CHWN, Layout::NHWC}; }
+
+struct TunerOptions {
+  // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
+  // entry keeps what could run, and a bigger budget later is a different tuning question.
+  std::size_t max_workspace_bytes = SIZE_MAX;
+  int warmup = 1, min_repeats = 3, max_repeats = 30;
+  double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
+  double settle = 0.02;      // settled: the last two calls moved the median less than this
+  // The layouts the caller can run in (layers run in any; the layout planner picks).
+  std::vector<Layout> layouts = all_layouts();
+  // --force-solver: only these conv solver names (empty: all). When none of them yields a correct
+  // candidate for a problem (e.g. mec on a grouped conv), the tuner warns and uses all solvers.
+  std::vector<std::string> only_solvers;
+  // How a solver's configs are searched. hill_climb starts at the solver's first (default) config
+  // and moves to the best neighbour (one tunable changed to the next value up or down) while that
+  // is faster beyond the noise, as Li et al. tune the pooling factor; exhaustive times them all.
+  enum class ConfigSearch { hill_climb, exhaustive } config_search = ConfigSearch::hill_climb;
+  // The conv solvers to try, in preference order (empty: cpu_conv_solvers()). Tests inject fakes.
+  std::vector<const ConvSolver*> solvers;
+  std::function<double()> clock;               // seconds; empty: std::chrono::steady_clock
+  std::function<void(std::string_view)> warn;  // empty: std::cerr
+  std::uint64_t seed = 1;                      // for the random arguments
+};
+
+struct CallTiming {
+  double median_ms = 0, spread_ms = 0;  // spread: (max - min) / 2
+  int runs = 0;
+};
+
+// The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
+// its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
+// `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
+// seconds), a first call over 1.5x the bound ends the timing. Uses options.clock when set.
+CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
+                      double bound_s = 0);
+
+// The tuner's choice among the correct, timed candidates that `eligible` accepts: within the noise
+// of the fastest, the least workspace, then the earliest. nullptr when none qualifies.
+const CandidateResult* choose_candidate(const std::vector<CandidateResult>& candidates,
+                                        const std::function<bool(const CandidateResult&)>& eligible);
+
+// The fastest correct, timed candidate in each layout, fastest first: at most one per layout.
+std::vector<CandidateResult> best_per_layout(const std::vector<CandidateResult>& candidates);
+
+// One solver in one layout as the search sees it.
+struct SolverTrial {
+  std::string solver;  // its stable name
+  Layout layout = Layout::NCHW;
+  std::vector<TuneConfig> configs;  // the first is the default, where hill-climbing starts
+  std::function<std::size_t(const TuneConfig&)> workspace_bytes;  // empty: none
+  // Empty when the candidate agrees with the reference, else what went wrong. An empty function
+  // means the solver is the reference itself and is not checked.
+  std::function<std::string(const TuneConfig&)> verify;
+  // Runs the candidate once on the real problem (arguments allocated by the caller, reused).
+  std::function<void(const TuneConfig&, std::size_t workspace_bytes)> run;
+};
+
+// One problem's search: candidates accumulate over calls, in the order tried, which is also the
+// last tie-break.
+class CandidateSearch {
+ public:
+  // `what` names the problem kind in messages ("conv", "pool", "softmax").
+  CandidateSearch(std::string key, std::string what, const TunerOptions& options);
+
+  // Every config (exhaustive) or a hill-climb from the first, per options.config_search; configs
+  // over the workspace budget are skipped and not recorded.
+  void try_trial(const SolverTrial& trial);
+  // Exactly these configs of the trial, in order (another device's shortlist under verify).
+  void try_configs(const SolverTrial& trial, const std::vector<TuneConfig>& configs);
+
+  bool has_correct() const;
+  void warn(const std::string& message) const;
+  const std::vector<CandidateResult>& results() const { return results_; }
+  // The decision and every candidate; throws Error when none is correct.
+  TuningEntry entry() const;
+
+ private:
+  void try_candidate(const SolverTrial& trial, const TuneConfig& config);
+  void climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs);
+  double best_seconds() const;
+
+  std::string key_, what_;
+  const TunerOptions& options_;
+  std::function<double()> clock_;
+  std::function<void(std::string_view)> warn_;
+  std::vector<CandidateResult> results_;
+};
+
+// Where a decision came from: this host, now, this build.
+Provenance provenance_now();
+
+}  // namespace tunecnn
