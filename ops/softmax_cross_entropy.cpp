@@ -1,9 +1,6 @@
-// Fused softmax cross-entropy (Li et al., SC'16 fuse softmax with its loss). Per row: the max,
-// exp(x - max) written straight into the gradient buffer, their sum, the log-sum-exp and the loss;
-// then the buffer is scaled into (softmax - onehot) / B, which backward only rescales by the
-// incoming gradient. Subtracting the max keeps every exp in (0, 1], so logits of +-1e4 give a
-// finite loss. Rows run as TBB tasks writing disjoint rows; per-row losses are summed afterwards
-// in row order, so the loss does not depend on scheduling.
+// The softmax cross-entropy op over the planned solver (ops/softmax/), plus the evaluation-time
+// softmax and argmax. The op's forward computes the loss and the gradient (softmax - onehot) / B
+// at once; backward only rescales that gradient by the incoming one.
 #include "ops/softmax_cross_entropy.h"
 
 #include <tbb/blocked_range.h>
@@ -19,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/softmax/plan.h"
+
 namespace tunecnn {
 namespace {
 
@@ -30,15 +29,6 @@ using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 void check_logits(const Tensor& logits) {
   TUNECNN_CHECK(logits.ndim() == 2 && logits.dim(1) > 0,
                 "softmax expects logits [batch, classes], got ", shape_str(logits.shape()));
-}
-
-void check_labels(const Tensor& logits, const std::vector<std::int32_t>& labels) {
-  TUNECNN_CHECK(static_cast<std::int64_t>(labels.size()) == logits.dim(0), labels.size(),
-                " labels for logits ", shape_str(logits.shape()));
-  const std::int64_t classes = logits.dim(1);
-  for (std::size_t row = 0; row < labels.size(); ++row)
-    TUNECNN_CHECK(labels[row] >= 0 && labels[row] < classes, "label ", labels[row], " in row ", row,
-                  " is outside [0, ", classes, ")");
 }
 
 // Rows per task: enough work to amortise the task, at least one row.
@@ -68,29 +58,13 @@ T shifted_exp(const T* x, T* out, Eigen::Index classes) {
 
 double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std::int32_t>& labels,
                                      Tensor& grad) {
-  check_logits(logits);
-  check_labels(logits, labels);
-  TUNECNN_CHECK(grad.shape() == logits.shape() && grad.dtype() == logits.dtype(),
-                "softmax_cross_entropy gradient ", grad.describe(), " does not match logits ",
-                logits.describe());
-  const std::int64_t batch = logits.dim(0), classes = logits.dim(1);
-  std::vector<double> row_loss(static_cast<std::size_t>(batch));
-  dispatch_dtype(logits.dtype(), [&]<class T>() {
-    const T inv_batch = T(1) / static_cast<T>(batch);
-    for_rows(logits, [&](std::int64_t row) {
-      const T* x = logits.data<T>() + row * classes;
-      T* g = grad.data<T>() + row * classes;
-      const T lse = shifted_exp(x, g, classes);
-      const std::int32_t label = labels[static_cast<std::size_t>(row)];
-      row_loss[static_cast<std::size_t>(row)] = static_cast<double>(lse - x[label]);
-      MutRow<T> gr(g, classes);
-      gr *= inv_batch / gr.sum();
-      g[label] -= inv_batch;
-    });
-  });
-  double total = 0;
-  for (double l : row_loss) total += l;
-  return batch == 0 ? 0.0 : total / static_cast<double>(batch);
+  const SoftmaxProblem problem = softmax_problem_of(logits);
+  if (problem.rows == 0) {  // an empty batch: no solver to run, the mean of nothing is 0
+    TUNECNN_CHECK(labels.empty(), labels.size(), " labels for logits ", shape_str(logits.shape()));
+    return 0.0;
+  }
+  const SoftmaxSolver& solver = default_softmax_planner()->plan(problem);
+  return run_softmax(solver, problem, logits, labels, grad);
 }
 
 void softmax(const Tensor& logits, Tensor& probs) {

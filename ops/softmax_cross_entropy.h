@@ -1,6 +1,7 @@
 #pragma once
-// Softmax with cross-entropy loss, fused: the loss and its gradient come from one pass over the
-// logits, and the softmax is never materialised as a separate layer.
+// Softmax with cross-entropy loss: the loss and its gradient come from one solver call
+// (ops/softmax/: the fused one-pass solver by default, the five-pass baseline, or whichever the
+// autotuner's planner picks for the problem), and the softmax is never a separate layer.
 #include <cstdint>
 #include <vector>
 
@@ -8,7 +9,8 @@
 
 namespace tunecnn {
 
-// Mean loss over the rows of logits [B, classes]; writes (softmax - onehot) / B into grad.
+// Mean loss over the rows of logits [B, classes]; writes (softmax - onehot) / B into grad. Runs
+// the solver default_softmax_planner() plans for the problem (ops/softmax/plan.h).
 double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std::int32_t>& labels,
                                      Tensor& grad);
 // Row-wise softmax for evaluation; allocates probs when it is undefined.

@@ -1,0 +1,17 @@
+#pragma once
+// "softmax_five_pass": the unfused baseline, as Li et al. (SC'16) describe cuDNN's softmax: five
+// separate sweeps over the whole batch with memory round trips in between, then a sixth for the
+// loss and gradient. See five_pass.cpp.
+#include "ops/softmax/solver.h"
+
+namespace tunecnn {
+
+class FivePassSoftmaxSolver final : public SoftmaxSolver {
+ public:
+  std::string_view name() const override { return "softmax_five_pass"; }
+  bool applicable(const SoftmaxProblem& problem, std::string* why) const override;
+  double run(const SoftmaxProblem& problem, const Tensor& logits,
+             const std::vector<std::int32_t>& labels, Tensor& grad) const override;
+};
+
+}  // namespace tunecnn

@@ -1,0 +1,39 @@
+#include "ops/softmax/plan.h"
+
+#include <mutex>
+
+#include "ops/softmax/registry.h"
+
+namespace tunecnn {
+namespace {
+std::mutex g_planner_mutex;
+std::shared_ptr<SoftmaxPlanner> g_default_planner =
+    std::make_shared<FirstApplicableSoftmaxPlanner>();
+}  // namespace
+
+const SoftmaxSolver& FirstApplicableSoftmaxPlanner::plan(const SoftmaxProblem& problem) {
+  for (const SoftmaxSolver* solver : cpu_softmax_solvers())
+    if (solver->applicable(problem, nullptr)) return *solver;
+  TUNECNN_FAIL("no softmax solver is applicable to ", problem.key());
+}
+
+std::shared_ptr<SoftmaxPlanner> default_softmax_planner() {
+  std::lock_guard lock(g_planner_mutex);
+  return g_default_planner;
+}
+
+void set_default_softmax_planner(std::shared_ptr<SoftmaxPlanner> planner) {
+  TUNECNN_CHECK(planner != nullptr, "set_default_softmax_planner: null planner");
+  std::lock_guard lock(g_planner_mutex);
+  g_default_planner = std::move(planner);
+}
+
+double run_softmax(const SoftmaxSolver& solver, const SoftmaxProblem& problem,
+                   const Tensor& logits, const std::vector<std::int32_t>& labels, Tensor& grad) {
+  std::string why;
+  TUNECNN_CHECK(solver.applicable(problem, &why), "softmax solver ", solver.name(),
+                " is not applicable to ", problem.key(), ": ", why);
+  return solver.run(problem, logits, labels, grad);
+}
+
+}  // namespace tunecnn
