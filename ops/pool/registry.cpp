@@ -3,11 +3,14 @@
 #include <array>
 
 #include "ops/pool/direct.h"
+#include "ops/pool/tiled.h"
 
 namespace tunecnn {
 namespace {
+const TiledPoolSolver kTiled;
 const DirectPoolSolver kDirect;
-const std::array<const PoolSolver*, 1> kCpuSolvers{&kDirect};
+// pool_direct, the reference that accepts every problem, stays last.
+const std::array<const PoolSolver*, 2> kCpuSolvers{&kTiled, &kDirect};
 }  // namespace
 
 std::span<const PoolSolver* const> cpu_pool_solvers() {
