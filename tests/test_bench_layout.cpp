@@ -1,0 +1,91 @@
+// `bench layout --quick`: runs end to end, prints the header and one row per layer x pair with
+// every column, and rejects bad options.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/bench/layout_bench.h"
+#include "core/error.h"
+
+namespace tunecnn {
+namespace {
+
+int run_bench(std::vector<const char*> args, std::string* out = nullptr) {
+  args.insert(args.begin(), "layout");
+  testing::internal::CaptureStdout();
+  int rc = -1;
+  try {
+    rc = bench_layout(static_cast<int>(args.size()), args.data());
+  } catch (...) {
+    testing::internal::GetCapturedStdout();
+    throw;
+  }
+  const std::string text = testing::internal::GetCapturedStdout();
+  if (out) *out = text;
+  return rc;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST(BenchLayout, QuickRunPrintsEveryColumn) {
+  std::string out;
+  ASSERT_EQ(run_bench({"--quick", "--threads", "2"}, &out), 0);
+  std::istringstream in(out);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header;
+  std::string result;
+  bool fingerprint = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) == 0) fingerprint = true;
+    else if (line.rfind("layer ", 0) == 0) header = words(line);
+    else if (line.rfind("result ", 0) == 0) result = line;
+    else if (!line.empty()) rows.push_back(words(line));
+  }
+  EXPECT_TRUE(fingerprint);
+  EXPECT_EQ(header, (std::vector<std::string>{"layer", "shape", "pair", "MiB", "ms", "GB/s",
+                                              "memcpy_ms", "mc_GB/s", "memcpy", "pct", "naive_ms",
+                                              "x_naive"}));
+  // --quick: cv1 and cv3, each with the four default pairs, in that order.
+  ASSERT_EQ(rows.size(), 8u) << out;
+  const std::vector<std::string> pairs = {"NCHW->CHWN", "CHWN->NCHW", "NCHW->NHWC", "NHWC->NCHW"};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), header.size()) << out;
+    EXPECT_EQ(r[0], i < 4 ? "cv1" : "cv3");
+    EXPECT_EQ(r[1], i < 4 ? "128x1x28x28" : "128x3x24x24");
+    EXPECT_EQ(r[2], pairs[i % 4]);
+    for (int col : {3, 4, 5, 6, 7, 10, 11}) EXPECT_GT(std::stod(r[col]), 0) << r[col];
+    EXPECT_TRUE(r[8] == "single" || r[8] == "tbb") << r[8];
+    EXPECT_EQ(r[9].back(), '%');
+  }
+  EXPECT_NE(result.find("transforms=8 "), std::string::npos) << result;
+  EXPECT_NE(result.find("below_50pct_of_memcpy="), std::string::npos) << result;
+}
+
+TEST(BenchLayout, AllPairsAndConvLayerSets) {
+  std::string out;
+  ASSERT_EQ(run_bench({"--layers", "lenet", "--batch", "2", "--pairs", "all", "--rounds", "1",
+                       "--round-ms", "1"},
+                      &out),
+            0);
+  EXPECT_NE(out.find("lenet/conv1      2x1x28x28        NHWC->CHWN"), std::string::npos) << out;
+  EXPECT_NE(out.find("result transforms=12 "), std::string::npos) << out;
+}
+
+TEST(BenchLayout, RejectsBadOptions) {
+  EXPECT_THROW(run_bench({"--layers", "cv13"}), Error);
+  EXPECT_THROW(run_bench({"--pairs", "NCHW->NCHW"}), Error);
+  EXPECT_THROW(run_bench({"--pairs", "NCHW"}), Error);
+  EXPECT_THROW(run_bench({"--pairs", "NCHW->HWCN"}), Error);
+  EXPECT_THROW(run_bench({"--rounds", "0"}), Error);
+}
+
+}  // namespace
+}  // namespace tunecnn
