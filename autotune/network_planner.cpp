@@ -5,6 +5,7 @@
 
 #include "core/variable.h"
 #include "ops/conv/conv2d.h"
+#include "ops/pool/pool2d.h"
 
 namespace tunecnn {
 namespace {
@@ -13,8 +14,10 @@ struct ChainLayer {
   std::string name;
   Module* module = nullptr;
   Conv2d* conv = nullptr;  // when the layer is a convolution
+  Pool2d* pool = nullptr;  // when it is a pooling layer
   Shape input;
   ConvProblem problem;  // conv layers only
+  PoolProblem pool_problem;  // pooling layers only
 };
 
 // Sequential containers are walked into; every other module is one layer of the chain.
@@ -24,7 +27,8 @@ void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainL
       flatten_chain(*child, prefix.empty() ? name : prefix + "." + name, out);
     return;
   }
-  out.push_back({prefix, &module, dynamic_cast<Conv2d*>(&module), {}, {}});
+  out.push_back({prefix, &module, dynamic_cast<Conv2d*>(&module), dynamic_cast<Pool2d*>(&module), {},
+                 {}, {}});
 }
 
 // Each layer's input shape, from a forward pass on one example of zeros in which conv layers are
@@ -44,6 +48,7 @@ void trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
       single.mb = 1;
       x = Variable(Tensor::zeros(single.dst_shape()), false);
     } else {
+      if (layer.pool != nullptr) layer.pool_problem = layer.pool->problem_for(layer.input);
       x = layer.module->forward(x);
     }
   }
@@ -82,37 +87,65 @@ ConvLayerReport report_for(const ChainLayer& layer, const ConvLayerPlan& plan,
   return r;
 }
 
+PoolLayerReport pool_report_for(const ChainLayer& layer, const PoolLayerPlan& plan,
+                                const std::optional<PoolEntries>& entries) {
+  PoolLayerReport r{layer.name, layer.pool_problem, plan, 0, 0};
+  if (!entries) return r;
+  const PoolLayerPlan untuned = FirstApplicablePoolPlanner().plan(layer.pool_problem, Layout::NCHW);
+  for (Direction dir : {Direction::fwd, Direction::bwd_data}) {
+    const PoolPlan& chosen = dir == Direction::fwd ? plan.fwd : plan.bwd_data;
+    const PoolPlan& baseline = dir == Direction::fwd ? untuned.fwd : untuned.bwd_data;
+    for (const CandidateResult& c : (*entries)[static_cast<int>(dir)].candidates) {
+      if (!c.correct || c.runs == 0) continue;
+      if (c.solver == chosen.solver->name() && c.config == chosen.config && c.layout == plan.layout)
+        r.tuned_ms += c.median_ms;
+      if (c.solver == baseline.solver->name() && c.config == baseline.config && c.layout == Layout::NCHW)
+        r.default_ms += c.median_ms;
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std::move(tuner)) {
   TUNECNN_CHECK(tuner_ != nullptr, "NetworkPlanner: null tuner");
 }
 
-NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, ConvUse use) {
+NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, LayerUse use) {
   std::vector<ChainLayer> chain;
   flatten_chain(model, "", chain);
   trace_shapes(chain, input_shape);
 
   std::vector<ConvProblem> problems;
-  for (const ChainLayer& layer : chain)
+  std::vector<PoolProblem> pool_problems;
+  for (const ChainLayer& layer : chain) {
     if (layer.conv != nullptr) problems.push_back(layer.problem);
-  const int to_profile = tuner_->pending(problems, use);
+    if (layer.pool != nullptr) pool_problems.push_back(layer.pool_problem);
+  }
+  const int to_profile = tuner_->pending(problems, pool_problems, use);
   int profiled = 0;
   tuner_->on_profile = [&](const std::string& key) {
     if (on_profile) on_profile(++profiled, to_profile, key);
   };
   std::vector<std::optional<LayerEntries>> entries(chain.size());
-  for (std::size_t i = 0; i < chain.size(); ++i)
+  std::vector<std::optional<PoolEntries>> pool_entries(chain.size());
+  for (std::size_t i = 0; i < chain.size(); ++i) {
     if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, use);
+    if (chain[i].pool != nullptr) pool_entries[i] = tuner_->pool_entries(chain[i].pool_problem, use);
+  }
   tuner_->on_profile = nullptr;
 
   // The chain DP over every layer; conv layers without entries (`off`) keep their thresholds
-  // plan's layout as their only choice, at no cost.
+  // plan's layout as their only choice, at no cost, and pooling layers without entries may run
+  // in any layout they accept, at no cost.
   std::vector<LayoutNode> nodes(chain.size());
   std::vector<std::optional<ConvLayerPlan>> untimed(chain.size());
   for (std::size_t i = 0; i < chain.size(); ++i) {
     nodes[i].input = chain[i].input;
-    if (chain[i].conv == nullptr) {
+    if (pool_entries[i]) {
+      nodes[i].cost_ms = tuner_->pool_layout_costs(chain[i].pool_problem, *pool_entries[i]);
+    } else if (chain[i].conv == nullptr) {
       nodes[i].cost_ms = accepted_layouts(chain[i]);
     } else if (entries[i]) {
       nodes[i].cost_ms = tuner_->layout_costs(chain[i].problem, *entries[i]);
@@ -131,6 +164,15 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     if (assignment.layouts[i] != previous)
       report.transform_ms += transform(chain[i].input, previous, assignment.layouts[i]);
     previous = assignment.layouts[i];
+    if (chain[i].pool != nullptr) {
+      const Layout layout = assignment.layouts[i];
+      const std::optional<PoolLayerPlan> tuned =
+          pool_entries[i] ? tuner_->pool_plan_in_layout(chain[i].pool_problem, *pool_entries[i], layout)
+                          : std::nullopt;
+      const PoolLayerPlan plan = tuned ? *tuned : FirstApplicablePoolPlanner().plan(chain[i].pool_problem, layout);
+      chain[i].pool->set_plan(chain[i].pool_problem, plan);
+      report.pools.push_back(pool_report_for(chain[i], plan, pool_entries[i]));
+    }
     if (chain[i].conv == nullptr) continue;
     const ConvLayerPlan plan = untimed[i] ? *untimed[i]
                                           : *tuner_->plan_in_layout(chain[i].problem, *entries[i],

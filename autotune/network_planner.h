@@ -1,10 +1,11 @@
 #pragma once
-// Plans every conv layer of a network for one input shape: walks the chain of layers (nested
-// Sequentials flattened) to find each layer's input shape, resolves each distinct conv problem
-// through the TunedPlanner (cache, profile or verify; each key at most once), then picks every
-// layer's layout with the exact chain DP (layout_plan.h), charging measured transform costs, and
-// installs the plans in the Conv2d layers. Under --tune off it times nothing: each conv layer
-// gets its thresholds plan (calibration.h) and transforms go where layers disagree.
+// Plans every conv and pooling layer of a network for one input shape: walks the chain of layers
+// (nested Sequentials flattened) to find each layer's input shape, resolves each distinct conv and
+// pooling problem through the TunedPlanner (cache, profile or verify; each key at most once),
+// then picks every layer's layout with the exact chain DP (layout_plan.h), charging measured
+// transform costs, and installs the plans in the Conv2d and Pool2d layers. Under --tune off it
+// times nothing: each conv layer gets its thresholds plan (calibration.h), pooling layers their
+// default config, and transforms go where layers disagree.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -27,10 +28,20 @@ struct ConvLayerReport {
   std::size_t workspace_bytes = 0;  // the largest of the three directions
 };
 
+// One pooling layer's decision.
+struct PoolLayerReport {
+  std::string layer;
+  PoolProblem problem;  // the forward problem
+  PoolLayerPlan plan;   // as installed
+  double tuned_ms = 0;  // the plan's medians, both directions (0 when nothing was timed)
+  double default_ms = 0;  // coarsening 1 (the first config) in NCHW, when timed
+};
+
 struct NetworkPlanReport {
   std::vector<ConvLayerReport> layers;
+  std::vector<PoolLayerReport> pools;
   double transform_ms = 0;  // estimated transforms per training step under the chosen layouts
-  double total_ms = 0;      // the DP's objective: conv layers plus transforms
+  double total_ms = 0;      // the DP's objective: conv and pooling layers plus transforms
 };
 
 class NetworkPlanner {
@@ -38,8 +49,8 @@ class NetworkPlanner {
   explicit NetworkPlanner(std::shared_ptr<TunedPlanner> tuner);
 
   // Plans `model` for inputs of `input_shape` (batch first) and installs the plans. For
-  // ConvUse::inference only the forward pass is tuned and costed.
-  NetworkPlanReport plan(Module& model, const Shape& input_shape, ConvUse use = ConvUse::training);
+  // LayerUse::inference only the forward pass is tuned and costed.
+  NetworkPlanReport plan(Module& model, const Shape& input_shape, LayerUse use = LayerUse::training);
 
   // Called before each key is profiled: (index from 1, keys to profile, key).
   std::function<void(int, int, const std::string&)> on_profile;

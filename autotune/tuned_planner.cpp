@@ -10,6 +10,7 @@
 #include "autotune/calibration.h"
 #include "core/error.h"
 #include "ops/conv/registry.h"
+#include "ops/pool/registry.h"
 #include "ops/layout/to_layout.h"
 
 namespace tunecnn {
@@ -18,9 +19,20 @@ namespace {
 constexpr double kUnmeasuredTransformMs = 1e6;
 constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
 
-std::vector<Direction> directions(ConvUse use) {
-  if (use == ConvUse::inference) return {Direction::fwd};
+constexpr Direction kPoolDirections[] = {Direction::fwd, Direction::bwd_data};
+
+std::vector<Direction> directions(LayerUse use) {
+  if (use == LayerUse::inference) return {Direction::fwd};
   return {std::begin(kDirections), std::end(kDirections)};
+}
+
+std::vector<Direction> pool_directions(LayerUse use) {
+  if (use == LayerUse::inference) return {Direction::fwd};
+  return {std::begin(kPoolDirections), std::end(kPoolDirections)};
+}
+
+PoolPlan& pool_slot(PoolLayerPlan& plan, Direction dir) {
+  return dir == Direction::fwd ? plan.fwd : plan.bwd_data;
 }
 
 std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout layout) {
@@ -88,11 +100,44 @@ const ConvSolver* TunedPlanner::solver_named(const std::string& name) const {
   return find_conv_solver(name);
 }
 
-bool TunedPlanner::runnable(const CandidateResult& c, const ConvProblem& problem) const {
-  const ConvSolver* solver = solver_named(c.solver);
-  return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-         solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-         solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
+TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) const {
+  Subject subject;
+  subject.key = problem.key();
+  subject.forcible = true;
+  subject.runnable = [this, problem](const CandidateResult& c) {
+    const ConvSolver* solver = solver_named(c.solver);
+    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
+           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
+           solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
+  };
+  subject.applies = [this, problem](const std::string& name) {
+    const ConvSolver* solver = solver_named(name);
+    return solver != nullptr && solver->applicable(problem, nullptr);
+  };
+  subject.tune = [this, problem] { return tune_conv(problem, options_); };
+  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
+    return retime_candidates(problem, shortlist, options_);
+  };
+  return subject;
+}
+
+TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) const {
+  Subject subject;
+  subject.key = problem.key();
+  subject.runnable = [this, problem](const CandidateResult& c) {
+    const PoolSolver* solver = find_pool_solver(c.solver);
+    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
+           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout);
+  };
+  subject.applies = [problem](const std::string& name) {
+    const PoolSolver* solver = find_pool_solver(name);
+    return solver != nullptr && solver->applicable(problem, nullptr);
+  };
+  subject.tune = [this, problem] { return tune_pool(problem, options_); };
+  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
+    return retime_pool_candidates(problem, shortlist, options_);
+  };
+  return subject;
 }
 
 bool TunedPlanner::forced(const std::string& solver) const {
@@ -103,25 +148,24 @@ bool TunedPlanner::forced(const std::string& solver) const {
 // Runnable, and, under --force-solver, one of the forced solvers whenever any of them runs this
 // problem (as in the tuner: the others only stand in when no forced solver can).
 bool TunedPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
-                                const ConvProblem& problem) const {
-  if (!runnable(c, problem)) return false;
-  if (options_.only_solvers.empty() || forced(c.solver)) return true;
+                            const Subject& subject) const {
+  if (!subject.runnable(c)) return false;
+  if (!subject.forcible || options_.only_solvers.empty() || forced(c.solver)) return true;
   return std::none_of(entry.candidates.begin(), entry.candidates.end(), [&](const CandidateResult& o) {
-    return o.correct && o.runs > 0 && forced(o.solver) && runnable(o, problem);
+    return o.correct && o.runs > 0 && forced(o.solver) && subject.runnable(o);
   });
 }
 
-bool TunedPlanner::usable(const TuningEntry& entry, const ConvProblem& problem) const {
+bool TunedPlanner::usable(const TuningEntry& entry, const Subject& subject) const {
   const bool any = choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-                     return eligible(entry, c, problem);
+                     return eligible(entry, c, subject);
                    }) != nullptr;
   // An entry made without forcing may lack a forced solver that applies: tune it again.
-  if (!any || options_.only_solvers.empty()) return any;
+  if (!any || !subject.forcible || options_.only_solvers.empty()) return any;
   for (const std::string& name : options_.only_solvers) {
-    const ConvSolver* solver = solver_named(name);
     const bool measured = std::any_of(entry.candidates.begin(), entry.candidates.end(),
                                       [&](const CandidateResult& c) { return c.solver == name; });
-    if (solver != nullptr && solver->applicable(problem, nullptr) && !measured) return false;
+    if (subject.applies(name) && !measured) return false;
   }
   return true;
 }
@@ -152,22 +196,22 @@ const TuningEntry& TunedPlanner::remember(TuningEntry entry) {
   return resolved_[key] = std::move(entry);
 }
 
-bool TunedPlanner::would_profile(const ConvProblem& problem) const {
+bool TunedPlanner::would_profile(const Subject& subject) const {
   if (policy_ == TunePolicy::off) return false;
-  if (resolved_.count(problem.key())) return false;
+  if (resolved_.count(subject.key)) return false;
   if (policy_ == TunePolicy::full) return true;
-  const TuningEntry* entry = cache_.find(device_id_, problem.key());
-  return entry == nullptr || !usable(*entry, problem);
+  const TuningEntry* entry = cache_.find(device_id_, subject.key);
+  return entry == nullptr || !usable(*entry, subject);
 }
 
-const TuningEntry* TunedPlanner::resolve(const ConvProblem& problem) {
-  const std::string key = problem.key();
+const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
+  const std::string& key = subject.key;
   if (auto it = resolved_.find(key); it != resolved_.end()) return &it->second;
   if (missing_.count(key)) return nullptr;
   ++stats_.keys;
   if (policy_ != TunePolicy::full) {
     if (const TuningEntry* entry = cache_.find(device_id_, key)) {
-      if (usable(*entry, problem)) {
+      if (usable(*entry, subject)) {
         ++stats_.from_cache;
         return &remember(*entry);
       }
@@ -187,22 +231,22 @@ const TuningEntry* TunedPlanner::resolve(const ConvProblem& problem) {
   const TuningEntry* foreign = policy_ == TunePolicy::verify ? foreign_entry(key) : nullptr;
   if (foreign != nullptr) {
     const std::vector<CandidateResult> shortlist = best_per_layout(foreign->candidates);
-    entry = retime_candidates(problem, shortlist, options_);
+    entry = subject.retime(shortlist);
     ++stats_.verified;
     stats_.retimed_candidates += static_cast<int>(entry.candidates.size());
   } else {
-    entry = tune_conv(problem, options_);
+    entry = subject.tune();
     ++stats_.profiled;
   }
   stats_.profile_seconds += steady_seconds() - start;
-  store(entry);
+  store(entry, subject.forcible);
   return &remember(std::move(entry));
 }
 
-void TunedPlanner::store(const TuningEntry& entry) {
+void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
   // A --force-solver run measures only the forced solvers: its entries would make later
   // unforced runs believe nothing else was tried, so they stay in memory.
-  if (!save_failed_ && options_.only_solvers.empty()) {
+  if (!save_failed_ && (!forcible || options_.only_solvers.empty())) {
     try {
       LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
         fresh.put(device_id_, device_fields_, entry);
@@ -220,24 +264,29 @@ void TunedPlanner::store(const TuningEntry& entry) {
   cache_.put(device_id_, device_fields_, entry);
 }
 
-int TunedPlanner::pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use) const {
+int TunedPlanner::pending(const std::vector<ConvProblem>& conv_problems,
+                          const std::vector<PoolProblem>& pool_problems, LayerUse use) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
-  for (const ConvProblem& fwd : fwd_problems)
-    for (Direction dir : directions(use))
-      if (would_profile(fwd.with_dir(dir))) keys.insert(fwd.with_dir(dir).key());
+  const auto count = [&](const Subject& subject) {
+    if (would_profile(subject)) keys.insert(subject.key);
+  };
+  for (const ConvProblem& fwd : conv_problems)
+    for (Direction dir : directions(use)) count(conv_subject(fwd.with_dir(dir)));
+  for (const PoolProblem& fwd : pool_problems)
+    for (Direction dir : pool_directions(use)) count(pool_subject(fwd.with_dir(dir)));
   return static_cast<int>(keys.size());
 }
 
 // ---- from entries to plans ----------------------------------------------------------------------
 
 std::optional<LayerEntries> TunedPlanner::layer_entries(const ConvProblem& fwd_problem,
-                                                            ConvUse use) {
+                                                            LayerUse use) {
   std::lock_guard lock(mutex_);
   LayerEntries entries;
   bool complete = true;
   for (Direction dir : directions(use)) {  // every direction, so `off` counts each missing key
-    const TuningEntry* entry = resolve(fwd_problem.with_dir(dir));
+    const TuningEntry* entry = resolve(conv_subject(fwd_problem.with_dir(dir)));
     if (entry != nullptr) entries[static_cast<int>(dir)] = *entry;
     complete = complete && entry != nullptr;
   }
@@ -245,11 +294,10 @@ std::optional<LayerEntries> TunedPlanner::layer_entries(const ConvProblem& fwd_p
   return entries;
 }
 
-const CandidateResult* TunedPlanner::best_in_layout(const TuningEntry& entry,
-                                                        const ConvProblem& problem,
-                                                        Layout layout) const {
+const CandidateResult* TunedPlanner::best_in_layout(const TuningEntry& entry, const Subject& subject,
+                                                    Layout layout) const {
   return choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-    return c.layout == layout && eligible(entry, c, problem);
+    return c.layout == layout && eligible(entry, c, subject);
   });
 }
 
@@ -266,7 +314,7 @@ std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd
       slot(plan, dir) = *any;
       continue;
     }
-    const CandidateResult* best = best_in_layout(entry, problem, layout);
+    const CandidateResult* best = best_in_layout(entry, conv_subject(problem), layout);
     if (best == nullptr) return std::nullopt;
     slot(plan, dir) = {solver_named(best->solver), best->config, layout};
   }
@@ -281,7 +329,8 @@ std::array<double, kLayoutCount> TunedPlanner::layout_costs(const ConvProblem& f
     for (Direction dir : kDirections) {
       if (entries[static_cast<int>(dir)].key.empty()) continue;
       const CandidateResult* best = best_in_layout(entries[static_cast<int>(dir)],
-                                                   fwd_problem.with_dir(dir), static_cast<Layout>(l));
+                                                   conv_subject(fwd_problem.with_dir(dir)),
+                                                   static_cast<Layout>(l));
       total += best != nullptr ? best->median_ms : kCannotRun;
     }
     costs[l] = total;
@@ -344,6 +393,62 @@ ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   return *plan_in_layout(fwd_problem, *entries, chosen.layouts[0]);
 }
 
+// ---- pooling ---------------------------------------------------------------------------------
+
+std::optional<PoolEntries> TunedPlanner::pool_entries(const PoolProblem& fwd_problem, LayerUse use) {
+  std::lock_guard lock(mutex_);
+  PoolEntries entries;
+  bool complete = true;
+  for (Direction dir : pool_directions(use)) {
+    const TuningEntry* entry = resolve(pool_subject(fwd_problem.with_dir(dir)));
+    if (entry != nullptr) entries[static_cast<int>(dir)] = *entry;
+    complete = complete && entry != nullptr;
+  }
+  if (!complete) return std::nullopt;
+  return entries;
+}
+
+std::array<double, kLayoutCount> TunedPlanner::pool_layout_costs(const PoolProblem& fwd_problem,
+                                                                 const PoolEntries& entries) const {
+  std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
+  for (int l = 0; l < kLayoutCount; ++l) {
+    double total = 0;
+    for (Direction dir : kPoolDirections) {
+      const TuningEntry& entry = entries[static_cast<int>(dir)];
+      if (entry.key.empty()) continue;
+      const CandidateResult* best =
+          best_in_layout(entry, pool_subject(fwd_problem.with_dir(dir)), static_cast<Layout>(l));
+      total += best != nullptr ? best->median_ms : kCannotRun;
+    }
+    costs[l] = total;
+  }
+  return costs;
+}
+
+std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem& fwd_problem,
+                                                               const PoolEntries& entries,
+                                                               Layout layout) const {
+  if (!contains_layout(pool_layouts(fwd_problem), layout)) return std::nullopt;
+  // Directions never run (inference) get the default in this layout.
+  PoolLayerPlan plan = FirstApplicablePoolPlanner().plan(fwd_problem, layout);
+  for (Direction dir : kPoolDirections) {
+    const TuningEntry& entry = entries[static_cast<int>(dir)];
+    if (entry.key.empty()) continue;
+    const CandidateResult* best = best_in_layout(entry, pool_subject(fwd_problem.with_dir(dir)), layout);
+    if (best == nullptr) return std::nullopt;
+    pool_slot(plan, dir) = {find_pool_solver(best->solver), best->config};
+  }
+  return plan;
+}
+
+PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
+  const std::optional<PoolEntries> entries = pool_entries(fwd_problem);
+  if (entries)
+    if (std::optional<PoolLayerPlan> planned = pool_plan_in_layout(fwd_problem, *entries, layout))
+      return *planned;
+  return FirstApplicablePoolPlanner().plan(fwd_problem, layout);
+}
+
 TunedPlannerStats TunedPlanner::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
@@ -354,7 +459,7 @@ std::string TunedPlanner::summary() const {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", s.profile_seconds);
   std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
-                    " conv problems, " + std::to_string(s.from_cache) + " from cache, " +
+                    " problems, " + std::to_string(s.from_cache) + " from cache, " +
                     std::to_string(s.profiled) + " profiled";
   if (s.verified > 0)
     out += ", " + std::to_string(s.verified) + " verified (" + std::to_string(s.retimed_candidates) +

@@ -1,13 +1,15 @@
 #pragma once
-// The planner `train` and `autotune profile` install: each conv problem key gets its tuning entry
-// from the cache or the tuner, according to the --tune policy, and every entry it measures is
-// added to the YAML cache (atomically, under the file lock, keeping what other processes wrote).
+// The planner `train` and `autotune profile` install: each conv and pooling problem key gets its
+// tuning entry from the cache or the tuner, according to the --tune policy, and every entry it
+// measures is added to the YAML cache (atomically, under the file lock, keeping what other
+// processes wrote).
 //
 //   off     times nothing: this device's cached entries when there are some; otherwise the
 //           device thresholds (calibration.h) decide (threshold_plan), or, on an uncalibrated
-//           device, the untuned default (FirstApplicablePlanner's NCHW choice).
+//           device, the untuned default (FirstApplicablePlanner's NCHW choice); pooling takes
+//           each solver's default config in the layout its input arrives in.
 //   cached  this device's entry when it is there and still runs here; otherwise profile
-//           (tune_conv) and store the result.
+//           (tune_conv, tune_pool) and store the result.
 //   verify  like cached, but a key this device lacks and another device has is a starting
 //           point: only the best candidate of each layout there (at most 3) is checked and
 //           re-timed here (retime_candidates), then stored under this device.
@@ -16,7 +18,8 @@
 // An entry keeps every candidate in every layout; a layer's plan takes, for the layout the layer
 // runs in, each direction's best candidate in that layout. The layout comes from the network
 // planner's DP (network_planner.h), or, for a layer planned alone (plan()), from the layer's own
-// costs plus the transforms from and back to NCHW. Each key is resolved at most once per planner.
+// costs plus the transforms from and back to NCHW (a pooling layer alone: the layout its input
+// arrives in). Each key is resolved at most once per planner.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -29,8 +32,10 @@
 
 #include "autotune/conv_tuner.h"
 #include "autotune/layout_plan.h"
+#include "autotune/pool_tuner.h"
 #include "autotune/tuning_cache.h"
 #include "ops/conv/plan.h"
+#include "ops/pool/plan.h"
 
 namespace tunecnn {
 
@@ -54,10 +59,13 @@ struct TunedPlannerStats {
 // run forward (evaluation batches) the backward entries are left empty (no key).
 using LayerEntries = std::array<TuningEntry, 3>;
 
-// Whether a shape is trained on (all three directions matter) or only evaluated (forward only).
-enum class ConvUse { training, inference };
+// A pooling layer's entries, fwd and bwd_data; bwd_data is left empty (no key) for inference.
+using PoolEntries = std::array<TuningEntry, 2>;
 
-class TunedPlanner final : public ConvPlanner {
+// Whether a shape is trained on (every direction matters) or only evaluated (forward only).
+enum class LayerUse { training, inference };
+
+class TunedPlanner final : public ConvPlanner, public PoolPlanner {
  public:
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
   // aside and reported through options.warn).
@@ -70,7 +78,7 @@ class TunedPlanner final : public ConvPlanner {
   // The entries behind a layer, resolved per the policy; nullopt under `off` when this device has
   // no usable entry for one of the directions that `use` needs.
   std::optional<LayerEntries> layer_entries(const ConvProblem& fwd_problem,
-                                            ConvUse use = ConvUse::training);
+                                            LayerUse use = LayerUse::training);
   // Milliseconds per step in each layout (kCannotRun where some direction has no usable measured
   // candidate in it), over the directions the entries hold.
   std::array<double, kLayoutCount> layout_costs(const ConvProblem& fwd_problem,
@@ -85,32 +93,54 @@ class TunedPlanner final : public ConvPlanner {
   // device's measured bandwidths (measured now and stored when missing, except under `off`).
   double transform_cost(const Shape& shape, Layout from, Layout to);
 
+  // Pooling, the same way over its two directions. A pooling layer planned alone runs in the
+  // layout its input arrives in.
+  PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
+  std::optional<PoolEntries> pool_entries(const PoolProblem& fwd_problem,
+                                          LayerUse use = LayerUse::training);
+  std::array<double, kLayoutCount> pool_layout_costs(const PoolProblem& fwd_problem,
+                                                     const PoolEntries& entries) const;
+  std::optional<PoolLayerPlan> pool_plan_in_layout(const PoolProblem& fwd_problem,
+                                                   const PoolEntries& entries, Layout layout) const;
+
   // How many of these layers' direction keys the policy would profile or re-time now.
-  int pending(const std::vector<ConvProblem>& fwd_problems, ConvUse use = ConvUse::training) const;
+  int pending(const std::vector<ConvProblem>& conv_problems, const std::vector<PoolProblem>& pool_problems,
+              LayerUse use = LayerUse::training) const;
   // Called before each key is profiled or re-timed, with the key.
   std::function<void(const std::string&)> on_profile;
 
   TunePolicy policy() const { return policy_; }
   TunedPlannerStats stats() const;
-  // "tuning (cached): 6 conv problems, 4 from cache, 2 profiled in 1.3 s (cache FILE)".
+  // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.3 s (cache FILE)".
   std::string summary() const;
   const std::filesystem::path& cache_path() const { return cache_path_; }
   const std::string& device_id() const { return device_id_; }
   const TunerOptions& options() const { return options_; }
 
  private:
-  const TuningEntry* resolve(const ConvProblem& problem);  // one direction; mutex held
+  // One direction problem of any kind, as the policy sees it.
+  struct Subject {
+    std::string key;
+    bool forcible = false;  // --force-solver names conv solvers only
+    std::function<bool(const CandidateResult&)> runnable;  // its solver, layout and budget fit here
+    std::function<bool(const std::string&)> applies;       // the named solver takes the problem
+    std::function<TuningEntry()> tune;
+    std::function<TuningEntry(const std::vector<CandidateResult>&)> retime;
+  };
+  Subject conv_subject(const ConvProblem& problem) const;
+  Subject pool_subject(const PoolProblem& problem) const;
+
+  const TuningEntry* resolve(const Subject& subject);  // mutex held
   const ConvSolver* solver_named(const std::string& name) const;
-  bool runnable(const CandidateResult& c, const ConvProblem& problem) const;
   bool forced(const std::string& solver) const;
-  bool eligible(const TuningEntry& entry, const CandidateResult& c, const ConvProblem& problem) const;
-  bool usable(const TuningEntry& entry, const ConvProblem& problem) const;
-  const CandidateResult* best_in_layout(const TuningEntry& entry, const ConvProblem& problem,
+  bool eligible(const TuningEntry& entry, const CandidateResult& c, const Subject& subject) const;
+  bool usable(const TuningEntry& entry, const Subject& subject) const;
+  const CandidateResult* best_in_layout(const TuningEntry& entry, const Subject& subject,
                                         Layout layout) const;
   const TuningEntry* foreign_entry(const std::string& key) const;
-  bool would_profile(const ConvProblem& problem) const;
+  bool would_profile(const Subject& subject) const;
   const TuningEntry& remember(TuningEntry entry);
-  void store(const TuningEntry& entry);
+  void store(const TuningEntry& entry, bool forcible);  // forcible: --force-solver applies
   void store_transform_bandwidths(const std::map<std::string, double>& gbps);
   void warn(const std::string& message) const;
 

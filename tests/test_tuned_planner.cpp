@@ -75,7 +75,7 @@ TEST(TunedPlanner, CacheHitTimesNothing) {
   EXPECT_EQ(b->stats().from_cache, 3);
   EXPECT_EQ(b->stats().profiled, 0);
   EXPECT_TRUE(same(tuned, cached));
-  EXPECT_NE(b->summary().find("3 conv problems, 3 from cache, 0 profiled"), std::string::npos)
+  EXPECT_NE(b->summary().find("3 problems, 3 from cache, 0 profiled"), std::string::npos)
       << b->summary();
 }
 

@@ -22,7 +22,7 @@ struct DataShape {
 };
 const DataShape kDataShapes[] = {{"fashion-mnist", {1, 28, 28}, 10},
                                  {"mnist", {1, 28, 28}, 10},
-                                 {"cifar10", {3, 32, 32}, 10},
+                                 {"cifar10", {3, 24, 24}, 10},  // the training crops
                                  {"imagenet", {3, 224, 224}, 1000}};
 
 const DataShape& data_shape(const std::string& name) {
@@ -67,9 +67,17 @@ class DefaultPlannerScope {
   std::shared_ptr<ConvPlanner> previous_;
 };
 
+std::string plan_text(std::string_view solver, const TuneConfig& config) {
+  const std::string name(solver);
+  return config.values.empty() ? name : name + " " + config.str();
+}
+
 std::string plan_text(const ConvPlan& plan) {
-  const std::string name(plan.solver->name());
-  return plan.config.values.empty() ? name : name + " " + plan.config.str();
+  return plan_text(plan.solver->name(), plan.config);
+}
+
+std::string plan_text(const PoolPlan& plan) {
+  return plan_text(plan.solver->name(), plan.config);
 }
 
 std::string ms_or_dash(double ms) {
@@ -90,21 +98,33 @@ void print_layers(const NetworkPlanReport& report, std::ostream& out) {
                    format_bytes(layer.workspace_bytes)});
   }
   table.print(out, "");
+  if (report.pools.empty()) return;
+  TextTable pools({"layer", "key", "layout", "fwd", "bwd_data", "tuned ms", "default ms", "speedup"},
+                  {"tuned ms", "default ms", "speedup"});
+  for (const PoolLayerReport& layer : report.pools) {
+    const bool timed = layer.tuned_ms > 0 && layer.default_ms > 0;
+    pools.add_row({layer.layer, layer.problem.key(), std::string(to_string(layer.plan.layout)),
+                   plan_text(layer.plan.fwd), plan_text(layer.plan.bwd_data), ms_or_dash(layer.tuned_ms),
+                   ms_or_dash(layer.default_ms),
+                   timed ? format_speedup(layer.default_ms / layer.tuned_ms) : "-"});
+  }
+  out << "\n";
+  pools.print(out, "");
 }
 
 SubcommandLine profile_command_line() {
   std::string models;
   for (const std::string& name : model_names()) models += (models.empty() ? "" : ", ") + name;
   SubcommandLine cli("autotune profile",
-                     "Profiles every conv layer of a model at one batch size (forward, backward "
-                     "data and backward weights; each distinct problem once), picks each layer's "
-                     "solver and the network's layouts, and stores the measurements in the tuning "
+                     "Profiles every conv layer (forward, backward data and backward weights) and "
+                     "pooling layer (forward, backward) of a model at one batch size, each distinct "
+                     "problem once, picks each layer's solver and the network's layouts, and stores the measurements in the tuning "
                      "cache for `train`. Progress goes to stderr.");
   cli.option("model", "lenet", "model to profile: " + models);
   cli.option("batch", "64", "images per step, as `train --batch-size` will use");
   cli.option("data", "fashion-mnist",
              "data set giving the input shape and classes: fashion-mnist, mnist (1x28x28), "
-             "cifar10 (3x32x32), imagenet (3x224x224, 1000 classes)");
+             "cifar10 (3x24x24 crops), imagenet (3x224x224, 1000 classes)");
   cli.option("tune", "cached",
              "cached (profile what the cache lacks), full (profile everything), verify (re-time "
              "the best candidates another device measured)");
@@ -156,7 +176,7 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   out << o.get("model") << " at batch " << batch << " on " << device.id << " (cache "
       << tuner->cache_path().string() << ")\n";
   print_layers(report, out);
-  out << "conv layers plus transforms: " << format_ms(report.total_ms) << " ms per step, of which "
+  out << "conv and pooling layers plus transforms: " << format_ms(report.total_ms) << " ms per step, of which "
       << format_ms(report.transform_ms) << " ms transforms\n";
   const TunedPlannerStats stats = tuner->stats();
   if (stats.verified > 0)

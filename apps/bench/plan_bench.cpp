@@ -19,6 +19,7 @@
 #include "models/registry.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
+#include "ops/pool/pool2d.h"
 #include "ops/softmax_cross_entropy.h"
 
 namespace tunecnn {
@@ -36,15 +37,18 @@ std::string default_input(const std::string& model) {
   return "1,28,28";
 }
 
-void collect_convs(Module& module, std::vector<Conv2d*>& out) {
-  if (auto* conv = dynamic_cast<Conv2d*>(&module)) out.push_back(conv);
-  for (const auto& [name, child] : module.children()) collect_convs(*child, out);
+void collect_layers(Module& module, std::vector<Conv2d*>& convs, std::vector<Pool2d*>& pools) {
+  if (auto* conv = dynamic_cast<Conv2d*>(&module)) convs.push_back(conv);
+  if (auto* pool = dynamic_cast<Pool2d*>(&module)) pools.push_back(pool);
+  for (const auto& [name, child] : module.children()) collect_layers(*child, convs, pools);
 }
 
-// One way of running every conv layer, captured so it can be reinstalled between rounds.
+// One way of running every conv and pooling layer, captured so it can be reinstalled between
+// rounds.
 struct Variant {
   std::string name;
   std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans;  // one per conv layer, in order
+  std::vector<std::pair<PoolProblem, PoolLayerPlan>> pool_plans;  // one per pooling layer
   std::vector<double> step_s;
   bool runs_everywhere(const std::string& solver) const {
     for (const auto& [problem, plan] : plans)
@@ -57,6 +61,8 @@ struct Variant {
     for (const auto& [problem, plan] : plans)
       text += (text.empty() ? "" : " | ") + std::string(plan.fwd.solver->name()) + "/" +
               std::string(to_string(plan.layout()));
+    text += "; pools";
+    for (const auto& [problem, plan] : pool_plans) text += " " + std::string(to_string(plan.layout));
     return text;
   }
 };
@@ -64,29 +70,37 @@ struct Variant {
 struct Bench {
   std::shared_ptr<Sequential> model;
   std::vector<Conv2d*> convs;
+  std::vector<Pool2d*> pools;
   Shape batch_shape;
   std::filesystem::path cache;
   TunerOptions options;
   std::string device;
   std::map<std::string, std::string> fields;
 
-  std::shared_ptr<TunedPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {}) const {
+  std::shared_ptr<TunedPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {},
+                                      std::vector<Layout> layouts = all_layouts()) const {
     TunerOptions o = options;
     o.only_solvers = std::move(forced);
+    o.layouts = std::move(layouts);
     return std::make_shared<TunedPlanner>(policy, cache, o, device, fields);
   }
 
   Variant plan(const std::string& name, const std::shared_ptr<TunedPlanner>& tuner) {
     NetworkPlanner(tuner).plan(*model, batch_shape);
-    Variant v{name, {}, {}};
+    Variant v{name, {}, {}, {}};
     for (Conv2d* conv : convs)
       for (const auto& entry : conv->plans())
         if (entry.first.mb == batch_shape[0]) v.plans.push_back(entry);
+    for (Pool2d* pool : pools)
+      for (const auto& entry : pool->plans())
+        if (entry.first.mb == batch_shape[0]) v.pool_plans.push_back(entry);
     return v;
   }
 
   void install(const Variant& v) {
     for (std::size_t i = 0; i < convs.size(); ++i) convs[i]->set_plan(v.plans[i].first, v.plans[i].second);
+    for (std::size_t i = 0; i < pools.size(); ++i)
+      pools[i]->set_plan(v.pool_plans[i].first, v.pool_plans[i].second);
   }
 };
 
@@ -115,7 +129,7 @@ int bench_plans(int argc, const char* const* argv) {
   Bench b;
   Rng rng(1);
   b.model = build_model(model_name, ModelOptions{input, classes}, rng);
-  collect_convs(*b.model, b.convs);
+  collect_layers(*b.model, b.convs, b.pools);
   b.batch_shape = {batch, input[0], input[1], input[2]};
   b.cache = own_cache ? std::filesystem::temp_directory_path() /
                             ("tunecnn-bench-plans-" + std::to_string(getpid()) + ".yaml")
@@ -137,7 +151,10 @@ int bench_plans(int argc, const char* const* argv) {
   b.plan("cached-start", b.tuner(TunePolicy::cached));
   const double cached_start_ms = (now_s() - start) * 1e3;
 
-  // 3. Every single algorithm that runs every conv layer, forced on all of them (from the same
+  // 3. The tuned plan with every layer in NCHW: what the mixed layouts gain, transforms counted.
+  variants.push_back(b.plan("tuned-nchw", b.tuner(TunePolicy::cached, {}, {Layout::NCHW})));
+
+  // 4. Every single algorithm that runs every conv layer, forced on all of them (from the same
   // cache: no profiling). One that cannot run some layer is not a fixed-algorithm plan.
   for (const ConvSolver* solver : cpu_conv_solvers()) {
     const std::string name(solver->name());
@@ -171,7 +188,7 @@ int bench_plans(int argc, const char* const* argv) {
       }
     }
 
-  // 4. verify under a changed fingerprint: another "device" starting from this cache.
+  // 5. verify under a changed fingerprint: another "device" starting from this cache.
   std::map<std::string, std::string> changed = b.fields;
   changed["framework_version"] += "+changed";
   auto verifier = std::make_shared<TunedPlanner>(TunePolicy::verify, b.cache, b.options,
@@ -184,19 +201,20 @@ int bench_plans(int argc, const char* const* argv) {
     for (const auto& [key, entry] : it->second.entries) most_retimed = std::max(most_retimed, entry.candidates.size());
 
   const double tuned_ms = median_of(variants[0].step_s) * 1e3;
+  const double nchw_ms = median_of(variants[1].step_s) * 1e3;
   double best_fixed_ms = 1e300;
   std::string best_fixed;
-  std::printf("%-14s %10s %8s  %s\n", "plan", "step_ms", "vs_tuned", "conv layers (fwd solver/layout)");
+  std::printf("%-14s %10s %8s  %s\n", "plan", "step_ms", "vs_tuned", "conv layers (fwd solver/layout); pool layouts");
   for (const Variant& v : variants) {
     const double ms = median_of(v.step_s) * 1e3;
-    if (v.name != "tuned" && ms < best_fixed_ms) best_fixed_ms = ms, best_fixed = v.name;
+    if (v.name != "tuned" && v.name != "tuned-nchw" && ms < best_fixed_ms) best_fixed_ms = ms, best_fixed = v.name;
     std::printf("%-14s %10.2f %8.2f  %s\n", v.name.c_str(), ms, ms / tuned_ms, v.describe().c_str());
   }
   std::printf("result model=%s batch=%d threads=%d tuned_step_ms=%.2f best_fixed=%s best_fixed_step_ms=%.2f "
-              "fixed_over_tuned=%.3f profile_s=%.2f profile_steps=%.1f cached_start_ms=%.1f "
+              "fixed_over_tuned=%.3f nchw_over_tuned=%.3f profile_s=%.2f profile_steps=%.1f cached_start_ms=%.1f "
               "verify_keys=%d verify_retimed=%d verify_max_per_key=%zu\n",
               model_name.c_str(), batch, num_threads(), tuned_ms, best_fixed.c_str(), best_fixed_ms,
-              best_fixed_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
+              best_fixed_ms / tuned_ms, nchw_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
               vs.retimed_candidates, most_retimed);
   if (own_cache) {
     std::filesystem::remove(b.cache);

@@ -4,7 +4,8 @@
 //   - a fully cached start (load the cache, plan every layer): its wall time;
 //   - training-step time of the tuned plan against every single conv algorithm forced on all
 //     layers (each in its best tuned config; layers it cannot run use the tuned choice), timed
-//     side by side in interleaved rounds, medians and ratios;
+//     side by side in interleaved rounds, medians and ratios; and against the tuned plan with
+//     every layer held in NCHW (what mixed layouts gain once transforms are paid);
 //   - `--tune verify` under a changed fingerprint: candidates re-timed per key.
 namespace tunecnn {
 

@@ -25,6 +25,7 @@
 #include "datasets/subset_dataset.h"
 #include "models/registry.h"
 #include "ops/conv/conv2d.h"
+#include "ops/pool/pool2d.h"
 #include "ops/softmax_cross_entropy.h"
 
 namespace tunecnn {
@@ -68,6 +69,7 @@ class Run {
       : o_(options), out_(out), rng_(options.seed), dropout_rng_(std::make_shared<Rng>(options.seed + 1)) {}
   ~Run() {
     if (previous_planner_) set_default_conv_planner(previous_planner_);
+    if (previous_pool_planner_) set_default_pool_planner(previous_pool_planner_);
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -88,6 +90,7 @@ class Run {
   EpochSums sums_;
   std::shared_ptr<TunedPlanner> tuner_;
   std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
+  std::shared_ptr<PoolPlanner> previous_pool_planner_;
 
   void setup();
   void install_tuner();
@@ -133,6 +136,8 @@ void Run::install_tuner() {
       device_id(fields), fields);
   previous_planner_ = default_conv_planner();
   set_default_conv_planner(tuner_);
+  previous_pool_planner_ = default_pool_planner();
+  set_default_pool_planner(tuner_);
 }
 
 // Every batch size the run will use: full and last training batches (all three conv directions),
@@ -146,14 +151,14 @@ void Run::prepare_plans() {
   train_sizes.erase(0);
   test_sizes.erase(0);
   NetworkPlanner planner(tuner_);
-  const auto plan_for = [&](std::int64_t size, ConvUse use) {
+  const auto plan_for = [&](std::int64_t size, LayerUse use) {
     Shape shape = data_.train->example_shape();
     shape.insert(shape.begin(), size);
     planner.plan(*model_, shape, use);
   };
-  for (std::int64_t size : train_sizes) plan_for(size, ConvUse::training);
+  for (std::int64_t size : train_sizes) plan_for(size, LayerUse::training);
   for (std::int64_t size : test_sizes)
-    if (!train_sizes.count(size)) plan_for(size, ConvUse::inference);
+    if (!train_sizes.count(size)) plan_for(size, LayerUse::inference);
   if (!o_.quiet) out_ << tuner_->summary() << "\n";
 }
 
@@ -205,20 +210,28 @@ void Run::resume() {
     out_ << "resumed from " << path.string() << " at epoch " << epoch_ + 1 << ", batch " << next_batch_ << "\n";
 }
 
-// "conv1: NCHW, fwd winograd_f2x3 [tiles=8], bwd_data ..., bwd_weights ...  (key)".
+// "conv1: NCHW, fwd winograd_f2x3 [tiles=8], bwd_data ..., bwd_weights ...  (key)", and
+// "pool1: CHWN, fwd pool_tiled [fx=4,fy=2], bwd_data ...  (key)".
 void Run::print_plans() {
   if (o_.quiet) return;
-  const auto describe = [](const ConvPlan& p) {
-    std::string text(p.solver->name());
-    return p.config.values.empty() ? text : text + " [" + p.config.str() + "]";
+  const auto describe = [](std::string_view solver, const TuneConfig& config) {
+    std::string text(solver);
+    return config.values.empty() ? text : text + " [" + config.str() + "]";
   };
   for (const auto& [name, layer] : model_->children()) {
-    auto* conv = dynamic_cast<Conv2d*>(layer.get());
-    if (conv == nullptr) continue;
-    for (const auto& [problem, plan] : conv->plans())
-      out_ << "  " << name << ": " << to_string(plan.layout()) << ", fwd " << describe(plan.fwd)
-           << ", bwd_data " << describe(plan.bwd_data) << ", bwd_weights "
-           << describe(plan.bwd_weights) << "  (" << problem.key() << ")\n";
+    if (auto* conv = dynamic_cast<Conv2d*>(layer.get()))
+      for (const auto& [problem, plan] : conv->plans())
+        out_ << "  " << name << ": " << to_string(plan.layout()) << ", fwd "
+             << describe(plan.fwd.solver->name(), plan.fwd.config) << ", bwd_data "
+             << describe(plan.bwd_data.solver->name(), plan.bwd_data.config) << ", bwd_weights "
+             << describe(plan.bwd_weights.solver->name(), plan.bwd_weights.config) << "  ("
+             << problem.key() << ")\n";
+    if (auto* pool = dynamic_cast<Pool2d*>(layer.get()))
+      for (const auto& [problem, plan] : pool->plans())
+        out_ << "  " << name << ": " << to_string(plan.layout) << ", fwd "
+             << describe(plan.fwd.solver->name(), plan.fwd.config) << ", bwd_data "
+             << describe(plan.bwd_data.solver->name(), plan.bwd_data.config) << "  ("
+             << problem.key() << ")\n";
   }
 }
 

@@ -41,7 +41,7 @@ std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem) {
 
 PoolLayerPlan FirstApplicablePoolPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
   return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout),
-          first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout)};
+          first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout), layout};
 }
 
 std::shared_ptr<PoolPlanner> default_pool_planner() {

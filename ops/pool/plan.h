@@ -12,8 +12,10 @@ struct PoolPlan {
   TuneConfig config;
 };
 
+// Both directions run in `layout`; the layer transforms its input to it when it arrives in another.
 struct PoolLayerPlan {
   PoolPlan fwd, bwd_data;
+  Layout layout = Layout::NCHW;
 };
 
 class PoolPlanner {

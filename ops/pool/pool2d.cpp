@@ -1,30 +1,21 @@
 #include "ops/pool/pool2d.h"
 
 #include "ops/layout/to_layout.h"
-#include "ops/pool/plan.h"
 
 namespace tunecnn {
 namespace {
 
-Variable pool2d(const Variable& input, PoolKind kind, const PoolGeometry& geometry,
-                bool count_include_pad) {
-  const PoolProblem problem = pool_problem(input.data(), kind, geometry, count_include_pad);
-  // A layout no pooling solver runs in is transformed to NCHW, which the direct solver runs in.
-  const bool runs_as_is = contains_layout(pool_layouts(problem), input.data().layout());
-  const Variable x = runs_as_is ? input : to_layout(input, Layout::NCHW);
-  const Tensor& src = x.data();
-  const PoolLayerPlan plan = default_pool_planner()->plan(problem, src.layout());
-  Tensor dst = Tensor::empty(problem.dst_shape(), problem.dt, Device::cpu, src.layout());
-  run_pool(plan.fwd, problem, PoolArgs{.src = src, .dst = dst, .diff_src = {}, .diff_dst = {}});
-  // Max backward recomputes the argmax from src (see ops/pool/direct.cpp); average needs no data.
-  const Tensor kept_src = kind == PoolKind::max ? src : Tensor();
-  auto backward = [problem = problem.with_dir(Direction::bwd_data), bwd = plan.bwd_data, kept_src,
-                   layout = src.layout()](std::vector<Variable>& in, const Tensor& dy) {
-    Tensor dx = Tensor::empty(problem.src_shape(), problem.dt, Device::cpu, layout);
-    run_pool(bwd, problem, PoolArgs{.src = kept_src, .dst = {}, .diff_src = dx, .diff_dst = dy});
-    in[0].add_grad(dx);
-  };
-  return Variable(std::move(dst), {x}, backward);
+// The plan for an input that arrives in its own layout, from the default planner: as it is when
+// some solver runs that layout, else in NCHW, which the direct solver runs.
+PoolLayerPlan default_plan(const PoolProblem& problem, Layout arriving) {
+  const bool runs_as_is = contains_layout(pool_layouts(problem), arriving);
+  return default_pool_planner()->plan(problem, runs_as_is ? arriving : Layout::NCHW);
+}
+
+Variable pool_with_default_plan(const Variable& x, PoolKind kind, const PoolGeometry& geometry,
+                                bool count_include_pad) {
+  const PoolProblem problem = pool_problem(x.data(), kind, geometry, count_include_pad);
+  return pool2d(x, problem, default_plan(problem, x.data().layout()));
 }
 
 std::string geometry_str(const char* name, const PoolGeometry& g) {
@@ -56,39 +47,69 @@ PoolProblem pool_problem(const Shape& x, DType dtype, PoolKind kind, const PoolG
   return p;
 }
 
+Variable pool2d(const Variable& input, const PoolProblem& fwd_problem, const PoolLayerPlan& plan) {
+  TUNECNN_CHECK(input.data().shape() == fwd_problem.src_shape() && input.data().dtype() == fwd_problem.dt,
+                "pool2d: input ", input.data().describe(), " does not fit ", fwd_problem.key());
+  const Variable x = to_layout(input, plan.layout);
+  const Tensor& src = x.data();
+  const PoolProblem problem = fwd_problem.with_dir(Direction::fwd);
+  Tensor dst = Tensor::empty(problem.dst_shape(), problem.dt, Device::cpu, src.layout());
+  run_pool(plan.fwd, problem, PoolArgs{.src = src, .dst = dst, .diff_src = {}, .diff_dst = {}});
+  // Max backward recomputes the argmax from src (see ops/pool/direct.cpp); average needs no data.
+  const Tensor kept_src = problem.kind == PoolKind::max ? src : Tensor();
+  auto backward = [problem = problem.with_dir(Direction::bwd_data), bwd = plan.bwd_data, kept_src,
+                   layout = src.layout()](std::vector<Variable>& in, const Tensor& dy) {
+    Tensor dx = Tensor::empty(problem.src_shape(), problem.dt, Device::cpu, layout);
+    run_pool(bwd, problem, PoolArgs{.src = kept_src, .dst = {}, .diff_src = dx, .diff_dst = dy});
+    in[0].add_grad(dx);
+  };
+  return Variable(std::move(dst), {x}, backward);
+}
+
 Variable max_pool2d(const Variable& x, PoolGeometry geometry) {
-  return pool2d(x, PoolKind::max, geometry, false);
+  return pool_with_default_plan(x, PoolKind::max, geometry, false);
 }
 
 Variable avg_pool2d(const Variable& x, PoolGeometry geometry, bool count_include_pad) {
-  return pool2d(x, PoolKind::avg, geometry, count_include_pad);
+  return pool_with_default_plan(x, PoolKind::avg, geometry, count_include_pad);
 }
 
-std::vector<Layout> pool_input_layouts(const Shape& input, PoolKind kind, const PoolGeometry& g) {
-  const PoolProblem problem = pool_problem(input, DType::f32, kind, g, false);
-  return pool_layouts(problem);
+Pool2d::Pool2d(PoolKind kind, PoolGeometry geometry) : kind_(kind), geometry_(geometry) {}
+
+Variable Pool2d::forward(const Variable& input) {
+  const PoolProblem problem = pool_problem(input.data(), kind_, geometry_);
+  const auto it = plans_.find(problem.key());
+  if (it != plans_.end()) return pool2d(input, problem, it->second.second);
+  return pool2d(input, problem, default_plan(problem, input.data().layout()));
 }
 
-std::vector<Layout> MaxPool2d::input_layouts(const Shape& input) const {
-  return pool_input_layouts(input, PoolKind::max, geometry_);
+PoolProblem Pool2d::problem_for(const Shape& input) const {
+  return pool_problem(input, DType::f32, kind_, geometry_);
 }
 
-std::vector<Layout> AvgPool2d::input_layouts(const Shape& input) const {
-  return pool_input_layouts(input, PoolKind::avg, geometry_);
+std::vector<Layout> Pool2d::input_layouts(const Shape& input) const {
+  return pool_layouts(problem_for(input));
 }
 
-MaxPool2d::MaxPool2d(int kernel, int stride, int padding)
-    : geometry_(PoolGeometry::square(kernel, stride, padding)) {}
-
-std::string MaxPool2d::describe() const {
-  return geometry_str("MaxPool2d", geometry_);
+void Pool2d::set_plan(const PoolProblem& fwd_problem, const PoolLayerPlan& plan) {
+  TUNECNN_CHECK(fwd_problem.dir == Direction::fwd && fwd_problem.kind == kind_ &&
+                    fwd_problem.kh == geometry_.kh && fwd_problem.kw == geometry_.kw &&
+                    fwd_problem.sh == geometry_.sh && fwd_problem.sw == geometry_.sw &&
+                    fwd_problem.ph == geometry_.ph && fwd_problem.pw == geometry_.pw,
+                "Pool2d::set_plan: ", fwd_problem.key(), " is not the forward problem of ", describe());
+  TUNECNN_CHECK(plan.fwd.solver != nullptr && plan.bwd_data.solver != nullptr,
+                "Pool2d::set_plan: a plan without a solver for ", fwd_problem.key());
+  plans_[fwd_problem.key()] = {fwd_problem, plan};
 }
 
-AvgPool2d::AvgPool2d(int kernel, int stride, int padding)
-    : geometry_(PoolGeometry::square(kernel, stride, padding)) {}
+std::vector<std::pair<PoolProblem, PoolLayerPlan>> Pool2d::plans() const {
+  std::vector<std::pair<PoolProblem, PoolLayerPlan>> out;
+  for (const auto& [key, entry] : plans_) out.push_back(entry);
+  return out;
+}
 
-std::string AvgPool2d::describe() const {
-  return geometry_str("AvgPool2d", geometry_);
+std::string Pool2d::describe() const {
+  return geometry_str(kind_ == PoolKind::max ? "MaxPool2d" : "AvgPool2d", geometry_);
 }
 
 }  // namespace tunecnn

@@ -1,8 +1,15 @@
 #pragma once
-// 2-D max and average pooling over [N, C, H, W] activations, floor mode. Each call plans through
-// default_pool_planner(), so the autotuner's choice of solver applies without touching layers.
+// 2-D max and average pooling over [N, C, H, W] activations, floor mode. A layer runs the plan the
+// network planner installed for its input shape (set_plan); without one it asks
+// default_pool_planner() for the layout its input arrives in, so an autotuner's planner applies
+// without touching layers.
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/module.h"
-#include "ops/pool/problem.h"
+#include "ops/pool/plan.h"
 
 namespace tunecnn {
 
@@ -19,30 +26,43 @@ PoolProblem pool_problem(const Tensor& x, PoolKind kind, const PoolGeometry& geo
 PoolProblem pool_problem(const Shape& x, DType dtype, PoolKind kind, const PoolGeometry& geometry,
                          bool count_include_pad = false);
 
+// Runs `plan` (its layout; the input is transformed when it arrives in another); the output is
+// in the plan's layout.
+Variable pool2d(const Variable& x, const PoolProblem& fwd_problem, const PoolLayerPlan& plan);
 Variable max_pool2d(const Variable& x, PoolGeometry geometry);
 // Divides by the real pixels in each window unless count_include_pad.
 Variable avg_pool2d(const Variable& x, PoolGeometry geometry, bool count_include_pad = false);
 
-class MaxPool2d : public Module {
+class Pool2d : public Module {
  public:
-  MaxPool2d(int kernel, int stride, int padding = 0);
-  Variable forward(const Variable& input) override { return max_pool2d(input, geometry_); }
+  Pool2d(PoolKind kind, PoolGeometry geometry);
+  Variable forward(const Variable& input) override;
   std::vector<Layout> input_layouts(const Shape& input) const override;
   std::string describe() const override;
 
+  // The forward problem for an f32 input of this shape.
+  PoolProblem problem_for(const Shape& input) const;
+  // Installs the plan for inputs of one shape (the network planner decides layers together).
+  void set_plan(const PoolProblem& fwd_problem, const PoolLayerPlan& plan);
+  // Every installed plan with its forward problem.
+  std::vector<std::pair<PoolProblem, PoolLayerPlan>> plans() const;
+
  private:
+  PoolKind kind_;
   PoolGeometry geometry_;
+  std::map<std::string, std::pair<PoolProblem, PoolLayerPlan>> plans_;  // by fwd problem key
 };
 
-class AvgPool2d : public Module {
+class MaxPool2d : public Pool2d {
  public:
-  AvgPool2d(int kernel, int stride, int padding = 0);
-  Variable forward(const Variable& input) override { return avg_pool2d(input, geometry_); }
-  std::vector<Layout> input_layouts(const Shape& input) const override;
-  std::string describe() const override;
+  MaxPool2d(int kernel, int stride, int padding = 0)
+      : Pool2d(PoolKind::max, PoolGeometry::square(kernel, stride, padding)) {}
+};
 
- private:
-  PoolGeometry geometry_;
+class AvgPool2d : public Pool2d {
+ public:
+  AvgPool2d(int kernel, int stride, int padding = 0)
+      : Pool2d(PoolKind::avg, PoolGeometry::square(kernel, stride, padding)) {}
 };
 
 }  // namespace tunecnn

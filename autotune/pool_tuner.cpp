@@ -1,0 +1,169 @@
+#include "autotune/pool_tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "core/rng.h"
+#include "core/init.h"
+#include "ops/conv/verify.h"
+#include "ops/layout/reference.h"
+#include "ops/layout/to_layout.h"
+#include "ops/pool/registry.h"
+
+namespace tunecnn {
+namespace {
+
+// About a millisecond of the direct reference.
+constexpr std::int64_t kMaxVerifyElements = 1 << 20;
+
+// Inputs uniform in [-1, 1), NCHW; the outputs NaN-filled so an unwritten element shows up.
+PoolArgs random_pool_args(const PoolProblem& p, Rng& rng) {
+  PoolArgs args;
+  const auto input = [&](const Shape& shape) {
+    Tensor t = Tensor::empty(shape, p.dt);
+    uniform_fill(t, -1, 1, rng);
+    return t;
+  };
+  const auto output = [&](const Shape& shape) { return Tensor::full(shape, std::nan(""), p.dt); };
+  args.src = input(p.src_shape());
+  if (p.dir == Direction::fwd) {
+    args.dst = output(p.dst_shape());
+  } else {
+    args.diff_dst = input(p.dst_shape());
+    args.diff_src = output(p.src_shape());
+  }
+  return args;
+}
+
+// The same arguments in `layout` (reference transform: the check must not trust the fast one).
+PoolArgs pool_args_in_layout(const PoolArgs& nchw, Layout layout) {
+  const auto in = [&](const Tensor& t) { return t.defined() ? convert_layout_reference(t, layout) : t; };
+  return {in(nchw.src), in(nchw.dst), in(nchw.diff_src), in(nchw.diff_dst)};
+}
+
+const Tensor& pool_output(const PoolArgs& args, Direction dir) {
+  return dir == Direction::fwd ? args.dst : args.diff_src;
+}
+
+// Checks candidates against the direct solver's output, computed once.
+class PoolVerifier {
+ public:
+  PoolVerifier(const PoolProblem& problem, std::uint64_t seed) : problem_(problem) {
+    Rng rng(seed);
+    args_ = random_pool_args(problem_, rng);
+    PoolArgs ref = pool_args_in_layout(args_, Layout::NCHW);
+    run_pool({&direct_pool_solver(), {}}, problem_, ref);
+    reference_ = pool_output(ref, problem_.dir);
+  }
+
+  std::string check(const PoolSolver& solver, const TuneConfig& config, Layout layout) const {
+    try {
+      PoolArgs args = pool_args_in_layout(args_, layout);
+      run_pool({&solver, config}, problem_, args);
+      const Tensor got = convert_layout_reference(pool_output(args, problem_.dir), Layout::NCHW);
+      // Sums in another order round differently; a max is exact either way.
+      return relative_mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-5 : 1e-12);
+    } catch (const Error& e) {
+      return std::string("it threw: ") + e.what();
+    }
+  }
+
+ private:
+  PoolProblem problem_;
+  PoolArgs args_;
+  Tensor reference_;
+};
+
+class PoolSearch {
+ public:
+  PoolSearch(const PoolProblem& problem, const TunerOptions& options)
+      : problem_(problem), options_(options), search_(problem.key(), "pool", options), rng_(options.seed) {}
+
+  void try_all() {
+    for (const PoolSolver* solver : cpu_pool_solvers()) {
+      if (!solver->applicable(problem_, nullptr)) continue;
+      for (Layout layout : solver->layouts(problem_))
+        if (contains_layout(options_.layouts, layout)) search_.try_trial(trial(*solver, layout));
+    }
+  }
+
+  void try_listed(const std::vector<CandidateResult>& listed) {
+    for (const CandidateResult& c : listed) {
+      const PoolSolver* solver = find_pool_solver(c.solver);
+      if (solver == nullptr || !solver->applicable(problem_, nullptr) ||
+          !contains_layout(solver->layouts(problem_), c.layout) || !contains_layout(options_.layouts, c.layout))
+        continue;
+      search_.try_configs(trial(*solver, c.layout), {c.config});
+    }
+  }
+
+  CandidateSearch& search() { return search_; }
+
+ private:
+  SolverTrial trial(const PoolSolver& solver, Layout layout) {
+    SolverTrial t;
+    t.solver = std::string(solver.name());
+    t.layout = layout;
+    t.configs = solver.configs(problem_);
+    if (&solver != &direct_pool_solver())
+      t.verify = [this, &solver, layout](const TuneConfig& c) { return verifier().check(solver, c, layout); };
+    t.run = [this, &solver, layout](const TuneConfig& c, std::size_t) {
+      solver.run(problem_, c, timing_args(layout));
+    };
+    return t;
+  }
+
+  const PoolVerifier& verifier() {
+    if (!verifier_)
+      verifier_ = std::make_unique<PoolVerifier>(pool_verification_problem(problem_), options_.seed);
+    return *verifier_;
+  }
+
+  const PoolArgs& timing_args(Layout layout) {
+    auto it = timing_args_.find(layout);
+    if (it == timing_args_.end())
+      it = timing_args_.emplace(layout, pool_args_in_layout(random_pool_args(problem_, rng_), layout)).first;
+    return it->second;
+  }
+
+  PoolProblem problem_;
+  const TunerOptions& options_;
+  CandidateSearch search_;
+  Rng rng_;
+  std::map<Layout, PoolArgs> timing_args_;
+  std::unique_ptr<PoolVerifier> verifier_;
+};
+
+}  // namespace
+
+PoolProblem pool_verification_problem(const PoolProblem& problem) {
+  PoolProblem p = problem;
+  const std::int64_t per_channel = static_cast<std::int64_t>(p.mb) * p.ih * p.iw;
+  p.c = static_cast<int>(std::clamp<std::int64_t>(kMaxVerifyElements / per_channel, 1, p.c));
+  return p;
+}
+
+TuningEntry tune_pool(const PoolProblem& problem, const TunerOptions& options) {
+  problem.validate();
+  PoolSearch search(problem, options);
+  search.try_all();
+  return search.search().entry();
+}
+
+TuningEntry retime_pool_candidates(const PoolProblem& problem,
+                                   const std::vector<CandidateResult>& shortlist,
+                                   const TunerOptions& options) {
+  problem.validate();
+  PoolSearch search(problem, options);
+  search.try_listed(shortlist);
+  if (!search.search().has_correct()) {
+    search.search().warn("pool tuner: none of the " + std::to_string(shortlist.size()) +
+                         " candidates carried over for " + problem.key() + " runs here; tuning it fully");
+    return tune_pool(problem, options);
+  }
+  return search.search().entry();
+}
+
+}  // namespace tunecnn
