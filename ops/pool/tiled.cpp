@@ -9,6 +9,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace tunecnn {
 namespace {
 
@@ -18,10 +22,96 @@ template <class T>
 using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
 
 // pool_direct's rule: v replaces the current maximum m when strictly greater, or when v is the
-// first NaN. Bitwise operators keep the loops branch-free so they vectorise.
+// first NaN. Two compares and a bitwise and keep the loops branch-free so they vectorise.
 template <class T>
 inline bool takes(T v, T m) {
-  return (v > m) | ((v != v) & (m == m));
+  return !(v <= m) & (m == m);  // v > m, or v is NaN and m is not
+}
+
+// Scalar code of the same rule: the compiler turns `takes(v, m) ? v : m` on scalars into
+// branches, which mispredict on data; the compare-and-blend below is branch-free.
+#if defined(__SSE2__)
+inline float max_scalar(float v, float m) {
+  const __m128 vv = _mm_set_ss(v), mm = _mm_set_ss(m);
+  const __m128 take = _mm_and_ps(_mm_cmpnle_ss(vv, mm), _mm_cmpord_ss(mm, mm));
+  return _mm_cvtss_f32(_mm_or_ps(_mm_and_ps(take, vv), _mm_andnot_ps(take, mm)));
+}
+inline double max_scalar(double v, double m) {
+  const __m128d vv = _mm_set_sd(v), mm = _mm_set_sd(m);
+  const __m128d take = _mm_and_pd(_mm_cmpnle_sd(vv, mm), _mm_cmpord_sd(mm, mm));
+  return _mm_cvtsd_f64(_mm_or_pd(_mm_and_pd(take, vv), _mm_andnot_pd(take, mm)));
+}
+// The argmax form: the mask also picks the index (an integer select, a cmov).
+template <class I>
+inline void argmax_scalar(float v, float& m, I at, I& index) {
+  const __m128 vv = _mm_set_ss(v), mm = _mm_set_ss(m);
+  const __m128 take = _mm_and_ps(_mm_cmpnle_ss(vv, mm), _mm_cmpord_ss(mm, mm));
+  m = _mm_cvtss_f32(_mm_or_ps(_mm_and_ps(take, vv), _mm_andnot_ps(take, mm)));
+  index = (_mm_movemask_ps(take) & 1) ? at : index;
+}
+template <class I>
+inline void argmax_scalar(double v, double& m, I at, I& index) {
+  const __m128d vv = _mm_set_sd(v), mm = _mm_set_sd(m);
+  const __m128d take = _mm_and_pd(_mm_cmpnle_sd(vv, mm), _mm_cmpord_sd(mm, mm));
+  m = _mm_cvtsd_f64(_mm_or_pd(_mm_and_pd(take, vv), _mm_andnot_pd(take, mm)));
+  index = (_mm_movemask_pd(take) & 1) ? at : index;
+}
+#else
+template <class T>
+inline T max_scalar(T v, T m) {
+  return takes(v, m) ? v : m;
+}
+template <class T, class I>
+inline void argmax_scalar(T v, T& m, I at, I& index) {
+  if (takes(v, m)) m = v, index = at;
+}
+#endif
+
+// Lane loops over contiguous memory, with restrict pointers and a local count so they vectorise
+// (a store through an int pointer could otherwise alias the kernel's int members and force a
+// reload of the bound on every lane).
+template <class T>
+inline void fold_max(T* __restrict a, const T* __restrict h, int n) {
+  if (n == 1) {
+    a[0] = max_scalar(h[0], a[0]);
+    return;
+  }
+  for (int i = 0; i < n; ++i) a[i] = takes(h[i], a[i]) ? h[i] : a[i];
+}
+template <class T>
+inline void fold_sum(T* __restrict a, const T* __restrict h, int n) {
+  for (int i = 0; i < n; ++i) a[i] += h[i];
+}
+template <class T>
+inline void fold_argmax(T* __restrict a, Idx<T>* __restrict ai, const T* __restrict h,
+                        const Idx<T>* __restrict hi, int n) {
+  if (n == 1) {
+    argmax_scalar(h[0], a[0], hi[0], ai[0]);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const bool take = takes(h[i], a[i]);
+    a[i] = take ? h[i] : a[i];
+    ai[i] = take ? hi[i] : ai[i];
+  }
+}
+// The same with one index for every lane: the next pixel of a row.
+template <class T>
+inline void fold_argmax_at(T* __restrict a, Idx<T>* __restrict ai, const T* __restrict h,
+                           Idx<T> at, int n) {
+  if (n == 1) {
+    argmax_scalar(h[0], a[0], at, ai[0]);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const bool take = takes(h[i], a[i]);
+    a[i] = take ? h[i] : a[i];
+    ai[i] = take ? at : ai[i];
+  }
+}
+template <class T>
+inline void divide(T* __restrict out, const T* __restrict in, T d, int n) {
+  for (int i = 0; i < n; ++i) out[i] = in[i] / d;
 }
 
 // The memory order of one layout, as planes of pixels of V contiguous values: value v of pixel
@@ -56,57 +146,64 @@ struct Tile {
   int oy0, ny, ox0, nx;
 };
 
+// Runs f.template operator()<N>() with N = n for the tile widths configs() offers, else N = 0
+// (the width is only known at run time). A known width lets the compiler keep a V = 1 tile row in
+// registers: the CPU form of the paper's compile-time coarsening factor.
+template <class F>
+inline void with_width(int n, F&& f) {
+  switch (n) {
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 3: return f.template operator()<3>();
+    case 4: return f.template operator()<4>();
+    case 6: return f.template operator()<6>();
+    case 8: return f.template operator()<8>();
+    case 12: return f.template operator()<12>();
+    case 16: return f.template operator()<16>();
+    default: return f.template operator()<0>();
+  }
+}
+
+inline int floor_div(int a, int b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
 template <class T>
 class Kernel {
  public:
-  Kernel(const PoolProblem& p, int v) : p_(p), v_(v), oh_(p.oh()), ow_(p.ow()) {}
+  Kernel(const PoolProblem& p, int v)
+      : p_(p), v_(v), oh_(p.oh()), ow_(p.ow()),
+        // Output columns [ix_lo_, ix_hi_) have their whole window inside the row.
+        ix_lo_((p.pw + p.sw - 1) / p.sw),
+        ix_hi_(std::min(p.ow(), floor_div(p.iw + p.pw - p.kw, p.sw) + 1)) {
+    // Output rows [lo, hi) whose window holds input row y, once per call: no division per row.
+    rows_lo_.resize(p.ih), rows_hi_.resize(p.ih);
+    for (int y = 0; y < p.ih; ++y) {
+      rows_lo_[y] = std::max(floor_div(y + p.ph - p.kh, p.sh) + 1, 0);
+      rows_hi_[y] = std::min(floor_div(y + p.ph, p.sh) + 1, oh_);
+    }
+  }
 
   // ---- forward -------------------------------------------------------------------------------
   // Writes the tile's outputs of one plane. acc holds ny * nx * V values, h nx * V.
   void fwd_tile(const T* in, T* out, const Tile& t, T* acc, T* h) const {
     const bool max = p_.kind == PoolKind::max;
-    const int width = t.nx * v_;
-    const auto [ylo, yhi] = band(t);
-    for (int y = ylo; y < yhi; ++y) {
-      const T* row = in + static_cast<std::int64_t>(y) * p_.iw * v_;
+    auto body = [&]<int kN>() {
       if (max)
-        hreduce<true>(row, t, h);
+        fwd_tile_impl<true, kN>(in, out, t, acc, h);
       else
-        hreduce<false>(row, t, h);
-      for (int r = 0; r < t.ny; ++r) {
-        const Span w = span(t.oy0 + r, p_.sh, p_.ph, p_.kh, p_.ih);
-        if (y < w.lo || y >= w.hi) continue;
-        T* a = acc + static_cast<std::int64_t>(r) * width;
-        if (y == w.lo) {
-          std::copy(h, h + width, a);
-        } else if (max) {
-          for (int i = 0; i < width; ++i) a[i] = takes(h[i], a[i]) ? h[i] : a[i];
-        } else {
-          for (int i = 0; i < width; ++i) a[i] += h[i];
-        }
-      }
-    }
-    for (int r = 0; r < t.ny; ++r) {
-      const int oy = t.oy0 + r;
-      const T* a = acc + static_cast<std::int64_t>(r) * width;
-      T* o = out + (static_cast<std::int64_t>(oy) * ow_ + t.ox0) * v_;
-      if (max) {
-        std::copy(a, a + width, o);
-        continue;
-      }
-      const Span wy = span(oy, p_.sh, p_.ph, p_.kh, p_.ih);
-      for (int j = 0; j < t.nx; ++j) {
-        const T d = divisor(wy, span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw));
-        const T* aj = a + j * v_;
-        T* oj = o + j * v_;
-        for (int i = 0; i < v_; ++i) oj[i] = aj[i] / d;
-      }
-    }
+        fwd_tile_impl<false, kN>(in, out, t, acc, h);
+    };
+    if (v_ == 1)
+      with_width(t.nx, body);
+    else
+      body.template operator()<0>();
   }
 
   // ---- max backward --------------------------------------------------------------------------
   // One row of tiles (all column tiles of output rows [oy0, oy0 + ny)) of one plane: the argmax of
-  // every output first (idx: ny * ow * V pixel indices), then the gradients in row-major order.
+  // every output first (idx: ny * ow * V pixel indices), then the gradients in row-major order,
+  // pool_direct's order, so the sums round the same way.
   void max_bwd_rows(const T* src, const T* dd, T* ds, int oy0, int ny, int fx, Idx<T>* idx,
                     T* aval, T* hval, Idx<T>* hidx) const {
     const std::int64_t row_width = static_cast<std::int64_t>(ow_) * v_;
@@ -116,141 +213,176 @@ class Kernel {
       const auto [ylo, yhi] = band(t);
       for (int y = ylo; y < yhi; ++y) {
         hargmax(src, y, t, hval, hidx);
-        for (int r = 0; r < t.ny; ++r) {
-          const Span w = span(t.oy0 + r, p_.sh, p_.ph, p_.kh, p_.ih);
-          if (y < w.lo || y >= w.hi) continue;
+        const auto [r0, r1] = rows_of(y, t);
+        for (int r = r0; r < r1; ++r) {
           T* a = aval + static_cast<std::int64_t>(r) * width;
           Idx<T>* ai = idx + r * row_width + static_cast<std::int64_t>(ox0) * v_;
-          if (y == w.lo) {
+          if (y == first_row(t.oy0 + r)) {
             std::copy(hval, hval + width, a);
             std::copy(hidx, hidx + width, ai);
-            continue;
-          }
-          for (int i = 0; i < width; ++i) {
-            const bool take = takes(hval[i], a[i]);
-            a[i] = take ? hval[i] : a[i];
-            ai[i] = take ? hidx[i] : ai[i];
+          } else {
+            fold_argmax(a, ai, hval, hidx, width);
           }
         }
       }
     }
+    const int v = v_, ow = ow_;
     for (int r = 0; r < ny; ++r) {
-      const Idx<T>* ai = idx + r * row_width;
-      const T* g = dd + static_cast<std::int64_t>(oy0 + r) * row_width;
-      if (v_ == 1) {
-        for (int ox = 0; ox < ow_; ++ox) ds[ai[ox]] += g[ox];
+      const Idx<T>* __restrict ai = idx + r * row_width;
+      const T* __restrict g = dd + static_cast<std::int64_t>(oy0 + r) * row_width;
+      if (v == 1) {
+        for (int ox = 0; ox < ow; ++ox) ds[ai[ox]] += g[ox];
         continue;
       }
-      for (int ox = 0; ox < ow_; ++ox)
-        for (int i = 0; i < v_; ++i) {
-          const std::int64_t k = static_cast<std::int64_t>(ox) * v_ + i;
-          ds[static_cast<std::int64_t>(ai[k]) * v_ + i] += g[k];
-        }
+      for (int ox = 0; ox < ow; ++ox) {
+        const Idx<T>* __restrict ak = ai + static_cast<std::int64_t>(ox) * v;
+        const T* __restrict gk = g + static_cast<std::int64_t>(ox) * v;
+        for (int i = 0; i < v; ++i) ds[static_cast<std::int64_t>(ak[i]) * v + i] += gk[i];
+      }
     }
   }
 
   // ---- average backward ----------------------------------------------------------------------
-  // Adds the tile's shares into ds. share holds ny * nx * V values, h nx * V.
+  // Adds the tile's shares into ds: each output's share, summed per input row over the tile's
+  // output rows whose window holds it, then spread over the row's window columns. share holds
+  // ny * nx * V values, h nx * V.
   void avg_bwd_tile(const T* dd, T* ds, const Tile& t, T* share, T* h) const {
-    const int width = t.nx * v_;
+    const int v = v_, width = t.nx * v;
     for (int r = 0; r < t.ny; ++r) {
       const int oy = t.oy0 + r;
       const Span wy = span(oy, p_.sh, p_.ph, p_.kh, p_.ih);
-      const T* g = dd + (static_cast<std::int64_t>(oy) * ow_ + t.ox0) * v_;
+      const T* g = dd + (static_cast<std::int64_t>(oy) * ow_ + t.ox0) * v;
       T* s = share + static_cast<std::int64_t>(r) * width;
-      for (int j = 0; j < t.nx; ++j) {
-        const T d = divisor(wy, span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw));
-        for (int i = 0; i < v_; ++i) s[j * v_ + i] = g[j * v_ + i] / d;
-      }
+      for (int j = 0; j < t.nx; ++j)
+        divide(s + j * v, g + j * v, divisor(wy, span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw)), v);
     }
     const auto [ylo, yhi] = band(t);
     for (int y = ylo; y < yhi; ++y) {
-      bool any = false;
-      for (int r = 0; r < t.ny; ++r) {
-        const Span w = span(t.oy0 + r, p_.sh, p_.ph, p_.kh, p_.ih);
-        if (y < w.lo || y >= w.hi) continue;
-        const T* s = share + static_cast<std::int64_t>(r) * width;
-        if (!any)
-          std::copy(s, s + width, h);
-        else
-          for (int i = 0; i < width; ++i) h[i] += s[i];
-        any = true;
-      }
-      if (!any) continue;  // a row between windows (stride > window)
-      T* row = ds + static_cast<std::int64_t>(y) * p_.iw * v_;
+      const auto [r0, r1] = rows_of(y, t);
+      if (r0 >= r1) continue;  // a row between windows (stride > window)
+      const T* s0 = share + static_cast<std::int64_t>(r0) * width;
+      std::copy(s0, s0 + width, h);
+      for (int r = r0 + 1; r < r1; ++r) fold_sum(h, share + static_cast<std::int64_t>(r) * width, width);
+      T* row = ds + static_cast<std::int64_t>(y) * p_.iw * v;
       for (int j = 0; j < t.nx; ++j) {
         const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-        const T* hj = h + j * v_;
-        for (int x = wx.lo; x < wx.hi; ++x) {
-          T* px = row + static_cast<std::int64_t>(x) * v_;
-          for (int i = 0; i < v_; ++i) px[i] += hj[i];
-        }
+        for (int x = wx.lo; x < wx.hi; ++x)
+          fold_sum(row + static_cast<std::int64_t>(x) * v, h + j * v, v);
       }
     }
   }
 
  private:
   const PoolProblem& p_;
-  int v_, oh_, ow_;
+  int v_, oh_, ow_, ix_lo_, ix_hi_;
+  std::vector<int> rows_lo_, rows_hi_;
 
   // Input rows [lo, hi) some output row of the tile reads.
   Span band(const Tile& t) const {
     return {span(t.oy0, p_.sh, p_.ph, p_.kh, p_.ih).lo,
             span(t.oy0 + t.ny - 1, p_.sh, p_.ph, p_.kh, p_.ih).hi};
   }
+  // The tile's output rows [r0, r1) (relative to oy0) whose window holds input row y.
+  Span rows_of(int y, const Tile& t) const {
+    return {std::max(rows_lo_[y] - t.oy0, 0), std::min(rows_hi_[y] - t.oy0, t.ny)};
+  }
+  // The first input row output row oy reads.
+  int first_row(int oy) const { return std::max(oy * p_.sh - p_.ph, 0); }
 
   T divisor(const Span& wy, const Span& wx) const {
     return static_cast<T>(p_.count_include_pad ? p_.kh * p_.kw : (wy.hi - wy.lo) * (wx.hi - wx.lo));
   }
 
-  // h[j * V + i] = max or sum of row's window of output column ox0 + j, value i.
-  template <bool kMax>
-  void hreduce(const T* row, const Tile& t, T* h) const {
-    if (v_ == 1) {
-      // Columns whose window lies inside the row vectorise over j; the rest are clipped.
-      int ja = 0, jb = t.nx;
-      while (ja < jb && (t.ox0 + ja) * p_.sw - p_.pw < 0) ++ja;
-      while (jb > ja && (t.ox0 + jb - 1) * p_.sw - p_.pw + p_.kw > p_.iw) --jb;
-      for (int j = 0; j < ja; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
-      for (int j = jb; j < t.nx; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
-      if (jb > ja) {
-        const T* base = row + (t.ox0 + ja) * p_.sw - p_.pw;
-        T* hh = h + ja;
-        const int n = jb - ja;
-        if (p_.sw == 1)
-          hinterior<kMax, 1>(base, hh, n, 1);
-        else if (p_.sw == 2)
-          hinterior<kMax, 2>(base, hh, n, 2);
-        else
-          hinterior<kMax, 0>(base, hh, n, p_.sw);
-      }
-      return;
-    }
-    for (int j = 0; j < t.nx; ++j) {
-      const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-      T* hj = h + j * v_;
-      const T* first = row + static_cast<std::int64_t>(wx.lo) * v_;
-      std::copy(first, first + v_, hj);
-      for (int x = wx.lo + 1; x < wx.hi; ++x) {
-        const T* px = row + static_cast<std::int64_t>(x) * v_;
-        if constexpr (kMax) {
-          for (int i = 0; i < v_; ++i) hj[i] = takes(px[i], hj[i]) ? px[i] : hj[i];
+  template <bool kMax, int kN>
+  void fwd_tile_impl(const T* in, T* out, const Tile& t, T* acc, T* h) const {
+    const int v = v_;
+    const int width = kN > 0 ? kN : t.nx * v;  // kN > 0 only when V = 1
+    const auto [ylo, yhi] = band(t);
+    for (int y = ylo; y < yhi; ++y) {
+      hreduce<kMax, kN>(in + static_cast<std::int64_t>(y) * p_.iw * v, t, h);
+      const auto [r0, r1] = rows_of(y, t);
+      for (int r = r0; r < r1; ++r) {
+        T* a = acc + static_cast<std::int64_t>(r) * width;
+        if (y == first_row(t.oy0 + r)) {
+          for (int i = 0; i < width; ++i) a[i] = h[i];
+        } else if constexpr (kMax) {
+          fold_max(a, h, width);
         } else {
-          for (int i = 0; i < v_; ++i) hj[i] += px[i];
+          fold_sum(a, h, width);
         }
+      }
+    }
+    for (int r = 0; r < t.ny; ++r) {
+      const int oy = t.oy0 + r;
+      const T* a = acc + static_cast<std::int64_t>(r) * width;
+      T* o = out + (static_cast<std::int64_t>(oy) * ow_ + t.ox0) * v;
+      if constexpr (kMax) {
+        for (int i = 0; i < width; ++i) o[i] = a[i];
+      } else {
+        const Span wy = span(oy, p_.sh, p_.ph, p_.kh, p_.ih);
+        for (int j = 0; j < t.nx; ++j)
+          divide(o + j * v, a + j * v, divisor(wy, span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw)), v);
       }
     }
   }
 
-  // V = 1, windows inside the row: h[j] = reduce over kx of base[j * stride + kx]. kStride is the
-  // stride when known at compile time (0: use `stride`).
-  template <bool kMax, int kStride>
-  void hinterior(const T* base, T* h, int n, int stride) const {
+  // h[j * V + i] = max or sum of row's window of output column ox0 + j, value i.
+  template <bool kMax, int kN>
+  void hreduce(const T* row, const Tile& t, T* h) const {
+    if (v_ == 1) {
+      // Columns whose window lies inside the row vectorise over j; the rest are clipped.
+      const int ja = std::clamp(ix_lo_ - t.ox0, 0, t.nx);
+      const int jb = std::clamp(ix_hi_ - t.ox0, ja, t.nx);
+      for (int j = 0; j < ja; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
+      for (int j = jb; j < t.nx; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
+      if (jb > ja) {
+        const T* base = row + (t.ox0 + ja) * p_.sw - p_.pw;
+        if (ja == 0 && jb == t.nx)
+          hinterior_n<kMax, kN>(base, h, jb - ja);
+        else
+          hinterior_n<kMax, 0>(base, h + ja, jb - ja);
+      }
+      return;
+    }
+    const int v = v_;
+    for (int j = 0; j < t.nx; ++j) {
+      const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
+      T* hj = h + j * v;
+      const T* first = row + static_cast<std::int64_t>(wx.lo) * v;
+      std::copy(first, first + v, hj);
+      for (int x = wx.lo + 1; x < wx.hi; ++x) {
+        const T* px = row + static_cast<std::int64_t>(x) * v;
+        if constexpr (kMax)
+          fold_max(hj, px, v);
+        else
+          fold_sum(hj, px, v);
+      }
+    }
+  }
+
+  template <bool kMax, int kN>
+  void hinterior_n(const T* base, T* h, int n) const {
+    if (p_.sw == 1)
+      hinterior<kMax, kN, 1>(base, h, n, 1);
+    else if (p_.sw == 2)
+      hinterior<kMax, kN, 2>(base, h, n, 2);
+    else
+      hinterior<kMax, kN, 0>(base, h, n, p_.sw);
+  }
+
+  // V = 1, windows inside the row: h[j] = reduce over kx of base[j * stride + kx]. kN and kStride
+  // are the count and stride when known at compile time (0: use n and stride).
+  template <bool kMax, int kN, int kStride>
+  void hinterior(const T* __restrict base, T* __restrict h, int n_, int stride) const {
     const int s = kStride > 0 ? kStride : stride;
+    const int n = kN > 0 ? kN : n_;
+    const int kw = p_.kw;
     for (int j = 0; j < n; ++j) h[j] = base[j * s];
-    for (int kx = 1; kx < p_.kw; ++kx) {
+    for (int kx = 1; kx < kw; ++kx) {
       const T* b = base + kx;
-      if constexpr (kMax) {
+      if constexpr (kMax && kN == 1) {
+        h[0] = max_scalar(b[0], h[0]);
+      } else if constexpr (kMax) {
         for (int j = 0; j < n; ++j) h[j] = takes(b[j * s], h[j]) ? b[j * s] : h[j];
       } else {
         for (int j = 0; j < n; ++j) h[j] += b[j * s];
@@ -264,7 +396,7 @@ class Kernel {
     T m = row[wx.lo];
     for (int x = wx.lo + 1; x < wx.hi; ++x) {
       if constexpr (kMax)
-        m = takes(row[x], m) ? row[x] : m;
+        m = max_scalar(row[x], m);
       else
         m += row[x];
     }
@@ -273,23 +405,28 @@ class Kernel {
 
   // The first maximum of row y's window of each output column of the tile, with its pixel index.
   void hargmax(const T* src, int y, const Tile& t, T* hval, Idx<T>* hidx) const {
-    const T* row = src + static_cast<std::int64_t>(y) * p_.iw * v_;
+    const int v = v_;
+    const T* row = src + static_cast<std::int64_t>(y) * p_.iw * v;
     const Idx<T> base = static_cast<Idx<T>>(y) * p_.iw;
+    if (v == 1) {
+      for (int j = 0; j < t.nx; ++j) {
+        const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
+        T m = row[wx.lo];
+        Idx<T> at = base + wx.lo;
+        for (int x = wx.lo + 1; x < wx.hi; ++x) argmax_scalar(row[x], m, base + x, at);
+        hval[j] = m, hidx[j] = at;
+      }
+      return;
+    }
     for (int j = 0; j < t.nx; ++j) {
       const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-      T* hv = hval + j * v_;
-      Idx<T>* hi = hidx + j * v_;
-      const T* first = row + static_cast<std::int64_t>(wx.lo) * v_;
-      for (int i = 0; i < v_; ++i) hv[i] = first[i], hi[i] = base + wx.lo;
-      for (int x = wx.lo + 1; x < wx.hi; ++x) {
-        const T* px = row + static_cast<std::int64_t>(x) * v_;
-        const Idx<T> cand = base + x;
-        for (int i = 0; i < v_; ++i) {
-          const bool take = takes(px[i], hv[i]);
-          hv[i] = take ? px[i] : hv[i];
-          hi[i] = take ? cand : hi[i];
-        }
-      }
+      T* hv = hval + j * v;
+      Idx<T>* hi = hidx + j * v;
+      const T* first = row + static_cast<std::int64_t>(wx.lo) * v;
+      std::copy(first, first + v, hv);
+      std::fill(hi, hi + v, base + wx.lo);
+      for (int x = wx.lo + 1; x < wx.hi; ++x)
+        fold_argmax_at(hv, hi, row + static_cast<std::int64_t>(x) * v, base + x, v);
     }
   }
 };

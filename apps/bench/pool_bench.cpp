@@ -1,0 +1,256 @@
+// `bench pool`: the pooling layers of Li et al. (PAPERS.md section 2): LeNet's 2/2 pools, the
+// CIFAR net's padded 3/2 pools and AlexNet's overlapped 3/2 pools. For each layer x layout x
+// direction it times pool_direct (NCHW only), pool_tiled at coarsening 1 (fx=1,fy=1, the untuned
+// default) and pool_tiled at the best config of an exhaustive sweep, side by side: interleaved
+// rounds, one call of each candidate per round, medians. It reports ms, GB/s (bytes read +
+// written), the speedup over coarsening 1 in the same layout and over NCHW coarsening 1.
+#include "apps/bench/pool_bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "apps/bench/repeat_policy.h"
+#include "apps/training/cli.h"
+#include "autotune/fingerprint.h"
+#include "core/init.h"
+#include "core/threading.h"
+#include "ops/layout/transform.h"
+#include "ops/pool/direct.h"
+#include "ops/pool/tiled.h"
+
+namespace tunecnn {
+namespace {
+
+constexpr const char* kSummary =
+    "Times pooling on the papers' pools: pool_direct (NCHW), pool_tiled at coarsening 1 "
+    "(fx=1,fy=1) and pool_tiled at the best config of an exhaustive sweep, in each layout, side by "
+    "side in interleaved rounds. Reports median ms, GB/s (bytes read + written) and speedups.";
+
+struct PoolLayer {
+  std::string name;
+  int c, hw, k, s, p, batch;
+};
+
+const std::vector<PoolLayer> kLayers = {
+    {"lenet1", 16, 28, 2, 2, 0, 128},   {"lenet2", 16, 10, 2, 2, 0, 128},
+    {"cifar1", 64, 24, 3, 2, 1, 128},   {"cifar2", 64, 12, 3, 2, 1, 128},
+    {"alexnet1", 96, 55, 3, 2, 0, 64},  {"alexnet2", 256, 27, 3, 2, 0, 64},
+    {"alexnet3", 256, 13, 3, 2, 0, 64},
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+Layout parse_layout(const std::string& name) {
+  for (Layout l : {Layout::NCHW, Layout::CHWN, Layout::NHWC})
+    if (to_string(l) == name) return l;
+  TUNECNN_FAIL("bench pool: unknown layout '", name, "' (NCHW, CHWN, NHWC)");
+}
+
+PoolKind parse_kind(const std::string& name) {
+  if (name == "max") return PoolKind::max;
+  if (name == "avg") return PoolKind::avg;
+  TUNECNN_FAIL("bench pool: unknown kind '", name, "' (max, avg)");
+}
+
+std::vector<Direction> parse_direction(const std::string& name) {
+  if (name == "fwd") return {Direction::fwd};
+  if (name == "bwd") return {Direction::bwd_data};
+  if (name == "both") return {Direction::fwd, Direction::bwd_data};
+  TUNECNN_FAIL("bench pool: unknown direction '", name, "' (fwd, bwd, both)");
+}
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Bytes one call reads and writes.
+double call_bytes(const PoolProblem& p) {
+  const double src = static_cast<double>(p.mb) * p.c * p.ih * p.iw * dtype_size(p.dt);
+  const double dst = static_cast<double>(p.mb) * p.c * p.oh() * p.ow() * dtype_size(p.dt);
+  if (p.dir == Direction::fwd) return src + dst;
+  return dst + src + (p.kind == PoolKind::max ? src : 0);  // diff_dst, diff_src (+ src)
+}
+
+struct Candidate {
+  std::string layout_name, solver, config_label;
+  const PoolSolver* solver_ptr;
+  TuneConfig config;
+  Layout layout;
+  std::vector<double> times;
+};
+
+class PoolBench {
+ public:
+  PoolBench(const CommandLine& cli, bool layers_given, std::ostream& out) : out_(out) {
+    quick_ = cli.has("quick");
+    for (const std::string& name : split(cli.get("layers"))) {
+      if (name == "all") {
+        layers_ = kLayers;
+        continue;
+      }
+      bool found = false;
+      for (const PoolLayer& l : kLayers) found = found || (l.name == name);
+      TUNECNN_CHECK(found, "bench pool: unknown layer '", name,
+                    "' (lenet1, lenet2, cifar1, cifar2, alexnet1, alexnet2, alexnet3, all)");
+      for (const PoolLayer& l : kLayers)
+        if (l.name == name) layers_.push_back(l);
+    }
+    if (quick_ && !layers_given) layers_ = {kLayers[1]};
+    for (const std::string& name : split(cli.get("layouts"))) layouts_.push_back(parse_layout(name));
+    for (const std::string& name : split(cli.get("kinds"))) kinds_.push_back(parse_kind(name));
+    directions_ = parse_direction(cli.get("direction"));
+    batch_ = cli.get_int("batch-size");
+    rounds_ = quick_ ? 3 : cli.get_int("rounds");
+    sweep_calls_ = quick_ ? 1 : cli.get_int("sweep-calls");
+    TUNECNN_CHECK(!layers_.empty() && !layouts_.empty() && !kinds_.empty(),
+                  "bench pool: nothing to time");
+    TUNECNN_CHECK(rounds_ > 0 && sweep_calls_ > 0 && batch_ >= 0,
+                  "bench pool: --rounds, --sweep-calls must be positive, --batch-size >= 0");
+  }
+
+  void run() {
+    out_ << "# " << cpu_fingerprint().summary() << "\n"
+         << "# bench pool: threads " << num_threads() << ", f32, " << rounds_
+         << " interleaved rounds (one call of each candidate per round, after one warm-up round); "
+            "tuned = the fastest config of an exhaustive sweep over pool_tiled's configs ("
+         << sweep_calls_ << " call(s) each, median) in that layout\n"
+         << "# GB/s: bytes read + written per call / median time; x_vs_1x1: speedup over "
+            "pool_tiled fx=1,fy=1 in the same layout; x_vs_nchw_1x1: over pool_tiled fx=1,fy=1 in "
+            "NCHW\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "%-9s %-6s %-4s %-4s %-12s %-16s %10s %8s %9s %14s\n",
+                  "layer", "layout", "dir", "kind", "solver", "config", "median_ms", "GB/s",
+                  "x_vs_1x1", "x_vs_nchw_1x1");
+    out_ << line;
+    for (const PoolLayer& layer : layers_)
+      for (PoolKind kind : kinds_)
+        for (Direction dir : directions_) bench_one(layer, kind, dir);
+  }
+
+ private:
+  std::ostream& out_;
+  bool quick_ = false;
+  std::vector<PoolLayer> layers_;
+  std::vector<Layout> layouts_;
+  std::vector<PoolKind> kinds_;
+  std::vector<Direction> directions_;
+  int batch_ = 0, rounds_ = 15, sweep_calls_ = 3;
+  Rng rng_{1};
+  const DirectPoolSolver direct_;
+  const TiledPoolSolver tiled_;
+
+  PoolProblem problem_of(const PoolLayer& l, PoolKind kind, Direction dir) const {
+    PoolProblem p;
+    p.kind = kind, p.dir = dir;
+    p.mb = batch_ > 0 ? batch_ : (quick_ ? 8 : l.batch);
+    p.c = l.c, p.ih = p.iw = l.hw, p.kh = p.kw = l.k, p.sh = p.sw = l.s, p.ph = p.pw = l.p;
+    return p;
+  }
+
+  void bench_one(const PoolLayer& layer, PoolKind kind, Direction dir) {
+    const PoolProblem p = problem_of(layer, kind, dir);
+    const bool fwd = dir == Direction::fwd;
+    Tensor src = Tensor::empty(p.src_shape()), diff_dst = Tensor::empty(p.dst_shape());
+    uniform_fill(src, -1, 1, rng_);
+    uniform_fill(diff_dst, -1, 1, rng_);
+    std::map<Layout, PoolArgs> args;
+    for (Layout layout : layouts_) {
+      PoolArgs& a = args[layout];
+      if (fwd || kind == PoolKind::max) a.src = convert_layout(src, layout);
+      if (fwd) {
+        a.dst = Tensor::zeros(p.dst_shape(), DType::f32, Device::cpu, layout);
+      } else {
+        a.diff_dst = convert_layout(diff_dst, layout);
+        a.diff_src = Tensor::zeros(p.src_shape(), DType::f32, Device::cpu, layout);
+      }
+    }
+    std::vector<Candidate> candidates;
+    const TuneConfig one = tiled_.configs(p).front();
+    for (Layout layout : layouts_) {
+      const std::string ln(to_string(layout));
+      if (layout == Layout::NCHW)
+        candidates.push_back({ln, "pool_direct", "-", &direct_, TuneConfig{}, layout, {}});
+      candidates.push_back({ln, "pool_tiled", one.str(), &tiled_, one, layout, {}});
+      const TuneConfig best = sweep(p, args.at(layout));
+      candidates.push_back(
+          {ln, "pool_tiled", "tuned " + best.str(), &tiled_, best, layout, {}});
+    }
+    for (int round = -1; round < rounds_; ++round)
+      for (Candidate& c : candidates) {
+        const double s = seconds_of([&] { c.solver_ptr->run(p, c.config, args.at(c.layout)); });
+        if (round >= 0) c.times.push_back(s);
+      }
+    std::map<Layout, double> one_ms;
+    for (const Candidate& c : candidates)
+      if (c.solver_ptr == &tiled_ && c.config == one) one_ms[c.layout] = 1e3 * median_of(c.times);
+    const double bytes = call_bytes(p);
+    const std::string dir_name = fwd ? "fwd" : "bwd";
+    for (const Candidate& c : candidates) {
+      const double ms = 1e3 * median_of(c.times);
+      const double nchw = one_ms.count(Layout::NCHW) ? one_ms.at(Layout::NCHW) / ms : 0;
+      char line[512];
+      std::snprintf(line, sizeof line, "%-9s %-6s %-4s %-4s %-12s %-16s %10.3f %8.2f %9.2f %14s\n",
+                    layer.name.c_str(), c.layout_name.c_str(), dir_name.c_str(),
+                    std::string(to_string(kind)).c_str(), c.solver.c_str(),
+                    c.config_label.c_str(), ms, bytes / (ms * 1e-3) / 1e9,
+                    one_ms.at(c.layout) / ms,
+                    nchw > 0 ? std::to_string(nchw).substr(0, 5).c_str() : "-");
+      out_ << line;
+    }
+    out_.flush();
+  }
+
+  // The fastest of pool_tiled's configs in one layout: each timed sweep_calls_ times, median.
+  TuneConfig sweep(const PoolProblem& p, const PoolArgs& args) const {
+    TuneConfig best;
+    double best_s = 0;
+    for (const TuneConfig& config : tiled_.configs(p)) {
+      tiled_.run(p, config, args);  // warm-up
+      std::vector<double> times;
+      for (int i = 0; i < sweep_calls_; ++i)
+        times.push_back(seconds_of([&] { tiled_.run(p, config, args); }));
+      const double s = median_of(times);
+      if (best.values.empty() || s < best_s) best = config, best_s = s;
+    }
+    return best;
+  }
+};
+
+}  // namespace
+
+int bench_pool(int argc, const char* const* argv) {
+  CommandLine cli("bench pool", kSummary);
+  cli.option("layers", "all",
+             "comma list of lenet1, lenet2 (28x28x16, 10x10x16, 2/2), cifar1, cifar2 (24x24x64, "
+             "12x12x64, 3/2 pad 1), alexnet1, alexnet2, alexnet3 (55x55x96, 27x27x256, "
+             "13x13x256, 3/2), or all");
+  cli.option("batch-size", "0", "batch of every layer; 0: 128 for LeNet and CIFAR, 64 for AlexNet");
+  cli.option("threads", "2", "CPU threads");
+  cli.option("layouts", "NCHW,CHWN,NHWC", "layouts to time pool_tiled in");
+  cli.option("kinds", "max", "comma list of max, avg");
+  cli.option("direction", "both", "fwd, bwd or both");
+  cli.option("rounds", "15", "interleaved timed rounds of the side-by-side comparison");
+  cli.option("sweep-calls", "3", "timed calls per config in the sweep");
+  cli.flag("quick", "one small layer (lenet2 at batch 8 unless --layers/--batch-size say "
+                    "otherwise), 3 rounds, 1 sweep call: for the test suite");
+  if (!cli.parse(argc, argv)) return 0;
+  set_num_threads(cli.get_int("threads"));
+  // --quick keeps --layers only when it was given explicitly.
+  bool layers_given = false;
+  for (int i = 1; i < argc; ++i) layers_given = layers_given || std::string(argv[i]) == "--layers";
+  PoolBench(cli, layers_given, std::cout).run();
+  return 0;
+}
+
+}  // namespace tunecnn
