@@ -24,12 +24,12 @@ const std::vector<Shape>& shapes() {
   return s;
 }
 
-// Distinct values, so a misplaced element shows.
+// Distinct values (exact in f32 up to 2^24 elements), so a misplaced element shows.
 Tensor numbered(const Shape& shape, DType dtype, Layout layout) {
   Tensor t = Tensor::empty(shape, dtype, Device::cpu, layout);
   dispatch_dtype(dtype, [&]<class T>() {
     T* p = t.data<T>();
-    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(i) + static_cast<T>(0.25);
+    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(i);
   });
   return t;
 }
@@ -38,24 +38,41 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
+void check_every_pair(DType dtype, const std::vector<Shape>& shape_list) {
+  for (const Shape& shape : shape_list)
+    for (Layout from : kAll)
+      for (Layout to : kAll) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " " + shape_str(shape) + " " +
+                     std::string(to_string(from)) + " -> " + std::string(to_string(to)));
+        const Tensor src = numbered(shape, dtype, from);
+        const Tensor expected = convert_layout_reference(src, to);
+        const Tensor fast = convert_layout(src, to);
+        ASSERT_EQ(fast.layout(), to);
+        ASSERT_TRUE(same_bytes(fast, expected));
+        // Into a preallocated destination holding stale values: every element is written.
+        Tensor into = Tensor::full(shape, -7, dtype).with_layout(to);
+        convert_layout_into(src, into);
+        ASSERT_TRUE(same_bytes(into, expected));
+        ASSERT_TRUE(same_bytes(convert_layout(fast, from), src));
+      }
+}
+
 TEST(LayoutTransformPaths, EveryPairBothDtypesMatchesTheReferenceAndRoundTrips) {
-  for (DType dtype : {DType::f32, DType::f64})
-    for (const Shape& shape : shapes())
-      for (Layout from : kAll)
-        for (Layout to : kAll) {
-          SCOPED_TRACE(std::string(to_string(dtype)) + " " + shape_str(shape) + " " +
-                       std::string(to_string(from)) + " -> " + std::string(to_string(to)));
-          const Tensor src = numbered(shape, dtype, from);
-          const Tensor expected = convert_layout_reference(src, to);
-          const Tensor fast = convert_layout(src, to);
-          ASSERT_EQ(fast.layout(), to);
-          ASSERT_TRUE(same_bytes(fast, expected));
-          // Into a preallocated destination holding stale values: every element is written.
-          Tensor into = Tensor::full(shape, -7, dtype).with_layout(to);
-          convert_layout_into(src, into);
-          ASSERT_TRUE(same_bytes(into, expected));
-          ASSERT_TRUE(same_bytes(convert_layout(fast, from), src));
-        }
+  for (DType dtype : {DType::f32, DType::f64}) check_every_pair(dtype, shapes());
+}
+
+// Strides that are multiples of 4 KiB (C*H*W = 1024 f32 or 512 f64) take the other block orders;
+// N = 8 and 40 on either side of a 32-row unit.
+TEST(LayoutTransformPaths, AliasingStridesMatchTheReference) {
+  check_every_pair(DType::f32, {{8, 64, 4, 4}, {40, 64, 4, 4}, {8, 1024, 1, 1}});
+  check_every_pair(DType::f64, {{8, 32, 4, 4}, {40, 2, 16, 16}});
+}
+
+// Above 16 MiB the destination is written with non-temporal stores where its runs start on cache
+// lines (NCHW->NHWC, CHWN->NCHW, NHWC->NCHW here; W = 33 leaves partial units).
+TEST(LayoutTransformPaths, LargeTensorsMatchTheReference) {
+  check_every_pair(DType::f32, {{32, 128, 32, 33}});
+  check_every_pair(DType::f64, {{16, 128, 32, 33}});
 }
 
 TEST(LayoutTransformPaths, IntoChecksShapeAndDtype) {
