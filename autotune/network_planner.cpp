@@ -33,8 +33,9 @@ void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainL
 
 // Each layer's input shape, from a forward pass on one example of zeros in which conv layers are
 // not run (their output shape follows from the problem), so tracing costs almost nothing and
-// needs no plan. Only the batch dimension depends on the batch size.
-void trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
+// needs no plan. Only the batch dimension depends on the batch size. Returns the network's output
+// shape.
+Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
   NoGradGuard no_grad;
   Shape one = input_shape;
   one[0] = 1;
@@ -52,6 +53,9 @@ void trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
       x = layer.module->forward(x);
     }
   }
+  Shape out = x.shape();
+  out[0] = input_shape[0];
+  return out;
 }
 
 std::array<double, kLayoutCount> accepted_layouts(const ChainLayer& layer) {
@@ -115,7 +119,7 @@ NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std
 NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, LayerUse use) {
   std::vector<ChainLayer> chain;
   flatten_chain(model, "", chain);
-  trace_shapes(chain, input_shape);
+  const Shape output = trace_shapes(chain, input_shape);
 
   std::vector<ConvProblem> problems;
   std::vector<PoolProblem> pool_problems;
@@ -123,7 +127,12 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     if (layer.conv != nullptr) problems.push_back(layer.problem);
     if (layer.pool != nullptr) pool_problems.push_back(layer.pool_problem);
   }
-  const int to_profile = tuner_->pending(problems, pool_problems, use);
+  // Every model here ends in logits [N, classes] that train and bench feed to softmax
+  // cross-entropy, in training and in evaluation alike: its problem is planned with the layers.
+  std::vector<SoftmaxProblem> softmax_problems;
+  if (output.size() == 2)
+    softmax_problems.push_back({static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32});
+  const int to_profile = tuner_->pending(problems, pool_problems, softmax_problems, use);
   int profiled = 0;
   tuner_->on_profile = [&](const std::string& key) {
     if (on_profile) on_profile(++profiled, to_profile, key);
@@ -134,6 +143,8 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, use);
     if (chain[i].pool != nullptr) pool_entries[i] = tuner_->pool_entries(chain[i].pool_problem, use);
   }
+  std::string softmax_solver;
+  for (const SoftmaxProblem& problem : softmax_problems) softmax_solver = tuner_->plan(problem).name();
   tuner_->on_profile = nullptr;
 
   // The chain DP over every layer; conv layers without entries (`off`) keep their thresholds
@@ -159,6 +170,8 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
 
   NetworkPlanReport report;
   report.total_ms = assignment.total_ms;
+  if (!softmax_problems.empty()) report.softmax = softmax_problems.front();
+  report.softmax_solver = softmax_solver;
   Layout previous = Layout::NCHW;  // the data arrives NCHW
   for (std::size_t i = 0; i < chain.size(); ++i) {
     if (assignment.layouts[i] != previous)

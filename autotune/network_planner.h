@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct PoolLayerReport {
 struct NetworkPlanReport {
   std::vector<ConvLayerReport> layers;
   std::vector<PoolLayerReport> pools;
+  // The loss on the network's logits, when they are [N, classes]: its problem and solver.
+  std::optional<SoftmaxProblem> softmax;
+  std::string softmax_solver;
   double transform_ms = 0;  // estimated transforms per training step under the chosen layouts
   double total_ms = 0;      // the DP's objective: conv and pooling layers plus transforms
 };

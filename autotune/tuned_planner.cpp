@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "ops/conv/registry.h"
 #include "ops/pool/registry.h"
+#include "ops/softmax/registry.h"
 #include "ops/layout/to_layout.h"
 
 namespace tunecnn {
@@ -140,6 +141,24 @@ TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) con
   return subject;
 }
 
+TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& problem) const {
+  Subject subject;
+  subject.key = problem.key();
+  subject.runnable = [problem](const CandidateResult& c) {
+    const SoftmaxSolver* solver = find_softmax_solver(c.solver);
+    return solver != nullptr && solver->applicable(problem, nullptr);
+  };
+  subject.applies = [problem](const std::string& name) {
+    const SoftmaxSolver* solver = find_softmax_solver(name);
+    return solver != nullptr && solver->applicable(problem, nullptr);
+  };
+  subject.tune = [this, problem] { return tune_softmax(problem, options_); };
+  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
+    return retime_softmax_candidates(problem, shortlist, options_);
+  };
+  return subject;
+}
+
 bool TunedPlanner::forced(const std::string& solver) const {
   return std::find(options_.only_solvers.begin(), options_.only_solvers.end(), solver) !=
          options_.only_solvers.end();
@@ -265,7 +284,8 @@ void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
 }
 
 int TunedPlanner::pending(const std::vector<ConvProblem>& conv_problems,
-                          const std::vector<PoolProblem>& pool_problems, LayerUse use) const {
+                          const std::vector<PoolProblem>& pool_problems,
+                          const std::vector<SoftmaxProblem>& softmax_problems, LayerUse use) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
   const auto count = [&](const Subject& subject) {
@@ -275,6 +295,7 @@ int TunedPlanner::pending(const std::vector<ConvProblem>& conv_problems,
     for (Direction dir : directions(use)) count(conv_subject(fwd.with_dir(dir)));
   for (const PoolProblem& fwd : pool_problems)
     for (Direction dir : pool_directions(use)) count(pool_subject(fwd.with_dir(dir)));
+  for (const SoftmaxProblem& problem : softmax_problems) count(softmax_subject(problem));
   return static_cast<int>(keys.size());
 }
 
@@ -447,6 +468,15 @@ PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) 
     if (std::optional<PoolLayerPlan> planned = pool_plan_in_layout(fwd_problem, *entries, layout))
       return *planned;
   return FirstApplicablePoolPlanner().plan(fwd_problem, layout);
+}
+
+const SoftmaxSolver& TunedPlanner::plan(const SoftmaxProblem& problem) {
+  std::lock_guard lock(mutex_);
+  const Subject subject = softmax_subject(problem);
+  if (const TuningEntry* entry = resolve(subject))
+    if (const CandidateResult* best = best_in_layout(*entry, subject, Layout::NCHW))
+      return *find_softmax_solver(best->solver);
+  return FirstApplicableSoftmaxPlanner().plan(problem);
 }
 
 TunedPlannerStats TunedPlanner::stats() const {

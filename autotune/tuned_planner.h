@@ -1,5 +1,5 @@
 #pragma once
-// The planner `train` and `autotune profile` install: each conv and pooling problem key gets its
+// The planner `train` and `autotune profile` install: each conv, pooling and softmax problem key gets its
 // tuning entry from the cache or the tuner, according to the --tune policy, and every entry it
 // measures is added to the YAML cache (atomically, under the file lock, keeping what other
 // processes wrote).
@@ -33,9 +33,11 @@
 #include "autotune/conv_tuner.h"
 #include "autotune/layout_plan.h"
 #include "autotune/pool_tuner.h"
+#include "autotune/softmax_tuner.h"
 #include "autotune/tuning_cache.h"
 #include "ops/conv/plan.h"
 #include "ops/pool/plan.h"
+#include "ops/softmax/plan.h"
 
 namespace tunecnn {
 
@@ -65,7 +67,7 @@ using PoolEntries = std::array<TuningEntry, 2>;
 // Whether a shape is trained on (every direction matters) or only evaluated (forward only).
 enum class LayerUse { training, inference };
 
-class TunedPlanner final : public ConvPlanner, public PoolPlanner {
+class TunedPlanner final : public ConvPlanner, public PoolPlanner, public SoftmaxPlanner {
  public:
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
   // aside and reported through options.warn).
@@ -103,9 +105,13 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner {
   std::optional<PoolLayerPlan> pool_plan_in_layout(const PoolProblem& fwd_problem,
                                                    const PoolEntries& entries, Layout layout) const;
 
-  // How many of these layers' direction keys the policy would profile or re-time now.
+  // Softmax cross-entropy: the entry's choice (profiled per the policy); under `off` without an
+  // entry, the first applicable solver.
+  const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
+
+  // How many of these problems' direction keys the policy would profile or re-time now.
   int pending(const std::vector<ConvProblem>& conv_problems, const std::vector<PoolProblem>& pool_problems,
-              LayerUse use = LayerUse::training) const;
+              const std::vector<SoftmaxProblem>& softmax_problems, LayerUse use = LayerUse::training) const;
   // Called before each key is profiled or re-timed, with the key.
   std::function<void(const std::string&)> on_profile;
 
@@ -129,6 +135,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner {
   };
   Subject conv_subject(const ConvProblem& problem) const;
   Subject pool_subject(const PoolProblem& problem) const;
+  Subject softmax_subject(const SoftmaxProblem& problem) const;
 
   const TuningEntry* resolve(const Subject& subject);  // mutex held
   const ConvSolver* solver_named(const std::string& name) const;

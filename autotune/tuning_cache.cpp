@@ -21,6 +21,7 @@
 #include "core/types.h"
 #include "ops/conv/registry.h"
 #include "ops/pool/registry.h"
+#include "ops/softmax/registry.h"
 
 namespace tunecnn {
 namespace fs = std::filesystem;
@@ -67,7 +68,8 @@ void TuningCache::put_device(DeviceRecord device) {
 }
 
 bool is_known_solver(std::string_view name) {
-  return find_conv_solver(name) != nullptr || find_pool_solver(name) != nullptr;
+  return find_conv_solver(name) != nullptr || find_pool_solver(name) != nullptr ||
+         find_softmax_solver(name) != nullptr;
 }
 
 // ---- writing YAML ----

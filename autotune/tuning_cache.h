@@ -51,7 +51,7 @@ class TuningCache {
   std::map<std::string, DeviceRecord> devices_;
 };
 
-// Whether a solver name belongs to this build (the conv and pool registries).
+// Whether a solver name belongs to this build (the conv, pool and softmax registries).
 bool is_known_solver(std::string_view name);
 using SolverFilter = std::function<bool(std::string_view)>;
 

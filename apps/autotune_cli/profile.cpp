@@ -110,6 +110,7 @@ void print_layers(const NetworkPlanReport& report, std::ostream& out) {
   }
   out << "\n";
   pools.print(out, "");
+  if (report.softmax) out << "\nloss: " << report.softmax_solver << "  (" << report.softmax->key() << ")\n";
 }
 
 SubcommandLine profile_command_line() {

@@ -26,6 +26,7 @@
 #include "models/registry.h"
 #include "ops/conv/conv2d.h"
 #include "ops/pool/pool2d.h"
+#include "ops/softmax/plan.h"
 #include "ops/softmax_cross_entropy.h"
 
 namespace tunecnn {
@@ -70,6 +71,7 @@ class Run {
   ~Run() {
     if (previous_planner_) set_default_conv_planner(previous_planner_);
     if (previous_pool_planner_) set_default_pool_planner(previous_pool_planner_);
+    if (previous_softmax_planner_) set_default_softmax_planner(previous_softmax_planner_);
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -91,6 +93,7 @@ class Run {
   std::shared_ptr<TunedPlanner> tuner_;
   std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
   std::shared_ptr<PoolPlanner> previous_pool_planner_;
+  std::shared_ptr<SoftmaxPlanner> previous_softmax_planner_;
 
   void setup();
   void install_tuner();
@@ -99,7 +102,7 @@ class Run {
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
   EpochMetrics evaluate_epoch();
-  void print_plans();
+  void print_plans(const Tensor& logits);
 };
 
 void Run::setup() {
@@ -138,6 +141,8 @@ void Run::install_tuner() {
   set_default_conv_planner(tuner_);
   previous_pool_planner_ = default_pool_planner();
   set_default_pool_planner(tuner_);
+  previous_softmax_planner_ = default_softmax_planner();
+  set_default_softmax_planner(tuner_);
 }
 
 // Every batch size the run will use: full and last training batches (all three conv directions),
@@ -211,8 +216,8 @@ void Run::resume() {
 }
 
 // "conv1: NCHW, fwd winograd_f2x3 [tiles=8], bwd_data ..., bwd_weights ...  (key)", and
-// "pool1: CHWN, fwd pool_tiled [fx=4,fy=2], bwd_data ...  (key)".
-void Run::print_plans() {
+// "pool1: CHWN, fwd pool_tiled [fx=4,fy=2], bwd_data ...  (key)", "loss: softmax_fused  (key)".
+void Run::print_plans(const Tensor& logits) {
   if (o_.quiet) return;
   const auto describe = [](std::string_view solver, const TuneConfig& config) {
     std::string text(solver);
@@ -233,6 +238,8 @@ void Run::print_plans() {
              << describe(plan.bwd_data.solver->name(), plan.bwd_data.config) << "  ("
              << problem.key() << ")\n";
   }
+  const SoftmaxProblem loss = softmax_problem_of(logits);
+  out_ << "  loss: " << default_softmax_planner()->plan(loss).name() << "  (" << loss.key() << ")\n";
 }
 
 TrainStatus Run::train_epoch(Progress& progress) {
@@ -251,7 +258,7 @@ TrainStatus Run::train_epoch(Progress& progress) {
     sgd_->zero_grad();
     loss.backward();
     sgd_->step();
-    if (epoch_ == 0 && next_batch_ == 0) print_plans();
+    if (epoch_ == 0 && next_batch_ == 0) print_plans(logits.data());
     const auto n = static_cast<std::int64_t>(batch.labels.size());
     sums_.loss += loss_value * static_cast<double>(n);
     sums_.correct += count_correct(logits.data(), batch.labels);
