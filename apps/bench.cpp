@@ -1,12 +1,16 @@
 // bench: measures speed and memory. `bench train` times whole training steps of a model on a
 // fixed random batch (no data loading), and prints the median. `bench conv` times every conv
 // solver on a set of layers side by side with PyTorch (apps/bench/conv_bench.h). `bench plans`
-// measures the autotuner's targets on a model (apps/bench/plan_bench.h).
+// measures the autotuner's targets on a model (apps/bench/plan_bench.h). `bench layout`,
+// `bench pool` and `bench softmax` measure the memory-bound ops of Li et al. (PAPERS.md section 2).
 #include <cstdio>
 #include <iostream>
 
 #include "apps/bench/conv_bench.h"
+#include "apps/bench/layout_bench.h"
 #include "apps/bench/plan_bench.h"
+#include "apps/bench/pool_bench.h"
+#include "apps/bench/softmax_bench.h"
 #include "apps/training/cli.h"
 #include "apps/training/step_timer.h"
 #include "autotune/fingerprint.h"
@@ -66,7 +70,13 @@ void usage() {
                "  conv    time every conv solver on a set of layers against PyTorch "
                "(bench conv --help)\n"
                "  plans   the autotuner's targets on a model: profiling cost, cached start, tuned "
-               "plan vs each single algorithm, --tune verify (bench plans --help)\n";
+               "plan vs each single algorithm, --tune verify (bench plans --help)\n"
+               "  layout  layout transforms in GB/s against memcpy of the same bytes "
+               "(bench layout --help)\n"
+               "  pool    pooling solvers and coarsening factors on the papers' pools "
+               "(bench pool --help)\n"
+               "  softmax fused softmax cross-entropy against the five-pass version "
+               "(bench softmax --help)\n";
 }
 
 }  // namespace
@@ -77,6 +87,9 @@ int main(int argc, char** argv) {
     if (command == "train") return bench_train(argc - 1, argv + 1);
     if (command == "conv") return tunecnn::bench_conv(argc - 1, argv + 1);
     if (command == "plans") return tunecnn::bench_plans(argc - 1, argv + 1);
+    if (command == "layout") return tunecnn::bench_layout(argc - 1, argv + 1);
+    if (command == "pool") return tunecnn::bench_pool(argc - 1, argv + 1);
+    if (command == "softmax") return tunecnn::bench_softmax(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";
