@@ -1,8 +1,11 @@
 #pragma once
 // What makes timings comparable between two machines: the CPU, its ISA extensions our kernels
-// use, the threads we run with, cache sizes, the BLAS, and our own version. Printed by the apps
-// and, later, the key of a device's section in the tuning cache.
+// use, the threads we run with, cache sizes, the BLAS, and our own version; for a GPU, the card
+// and the driver and library versions. Printed by the apps and digested into the id of a
+// device's section in the tuning cache.
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +28,24 @@ struct CpuFingerprint {
 };
 
 CpuFingerprint cpu_fingerprint();
+
+struct GpuFingerprint {
+  std::string name;                // "NVIDIA H200"
+  int sm_count = 0;
+  std::string compute_capability;  // "9.0"
+  std::int64_t memory_bytes = 0;
+  std::string driver, cuda_runtime, cublas, cudnn;  // versions, "12.4" / "9.1.0"
+  std::string framework_version;
+
+  std::string summary() const;
+  // name, sm_count, compute_capability, memory_bytes, driver, cuda_runtime, cublas, cudnn,
+  // framework_version: the fields of a GPU device section (device_id(fields, "cuda")).
+  std::map<std::string, std::string> fields() const;
+};
+
+// The fingerprint of CUDA device `index`; nullopt when built without CUDA or when no such GPU is
+// present (no driver, fewer devices).
+std::optional<GpuFingerprint> gpu_fingerprint(int index = 0);
 
 // A short stable name for a device: prefix + "-" + 16 hex digits of FNV-1a 64 over the fields in
 // key order, each hashed as "name=value\n". Equal fields give equal ids on every machine and

@@ -1,6 +1,7 @@
 // CUDA device memory: these run only where a GPU is present and skip cleanly elsewhere.
 #include <gtest/gtest.h>
 
+#include "autotune/fingerprint.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
 #include "core/tensor_math.h"
@@ -39,6 +40,25 @@ TEST_F(Cuda, CachingAllocatorReusesDeviceBlocks) {
 TEST_F(Cuda, ZerosOnDevice) {
   Tensor z = Tensor::zeros({3, 5}, DType::f64, Device::cuda).to(Device::cpu);
   EXPECT_EQ(max_abs_diff(z, Tensor::full({3, 5}, 0.0, DType::f64)), 0.0);
+}
+
+}  // namespace
+}  // namespace tunecnn
+
+namespace tunecnn {
+namespace {
+
+// Runs everywhere: without a GPU there is no fingerprint, with one every field is filled.
+TEST(GpuFingerprint, PresentExactlyWhenAGpuIs) {
+  const std::optional<GpuFingerprint> fp = gpu_fingerprint();
+  ASSERT_EQ(fp.has_value(), cuda_built() && cuda_device_count() > 0);
+  EXPECT_FALSE(gpu_fingerprint(-1).has_value());
+  if (!fp) return;
+  EXPECT_FALSE(fp->name.empty());
+  EXPECT_GT(fp->sm_count, 0);
+  EXPECT_GT(fp->memory_bytes, 0);
+  for (const auto& [field, value] : fp->fields()) EXPECT_FALSE(value.empty()) << field;
+  EXPECT_EQ(device_id(fp->fields(), "cuda").rfind("cuda-", 0), 0u);
 }
 
 }  // namespace

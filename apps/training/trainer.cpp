@@ -119,7 +119,9 @@ void Run::setup() {
   loader_ = std::make_unique<DataLoader>(
       data_.train, DataLoaderOptions{.batch_size = o_.batch_size, .shuffle = true, .seed = o_.seed});
   if (o_.quiet) return;
-  out_ << "tunecnn " << TUNECNN_VERSION << ": " << cpu_fingerprint().summary() << "\n"
+  out_ << "tunecnn " << TUNECNN_VERSION << ": " << cpu_fingerprint().summary() << "\n";
+  if (const std::optional<GpuFingerprint> gpu = gpu_fingerprint()) out_ << "gpu: " << gpu->summary() << "\n";
+  out_
        << "train: " << data_.train->describe() << "\ntest:  " << data_.test->describe() << "\n"
        << "model: " << o_.model << ", " << parameter_count(*model_) << " parameters\n"
        << "optimizer: SGD lr " << o_.lr << " momentum " << o_.momentum << " weight decay "
