@@ -131,6 +131,7 @@ double seconds_of(const std::function<void()>& fn) {
 
 // One timed thing: its calls per round (fixed after the warm-up) and every call's time.
 struct Contender {
+  explicit Contender(std::function<void()> f) : fn(std::move(f)) {}
   std::function<void()> fn;
   int calls = 1;
   std::vector<double> times;

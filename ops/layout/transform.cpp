@@ -83,11 +83,15 @@ inline void transpose_block(const double* src, std::int64_t sld, double* dst, st
 #endif
 
 // The order of the B x B blocks. Down the columns (each group of B destination rows finished
-// before the next) is the default. When a stride is a multiple of 4 KiB, every row on that side
-// of a tile falls in the same L1 set, and only 8 rows at a time fit its 8 ways, so the order
-// keeps 8 rows of that side in flight: along the rows for an aliasing source (cv4 NCHW->CHWN,
-// 36 KiB stride: 30% of memcpy down the columns, 60% along the rows), and whole strips of 8
-// destination rows across the unit for an aliasing destination (cv4 CHWN->NCHW: 37% -> 53%).
+// before the next) is the default. Along the rows keeps B source rows in flight instead, and
+// column strips B destination rows across a whole unit. Two things call for them:
+// - a strided side with few rows (N <= 64: NCHW->CHWN reads N rows far apart, CHWN->NCHW writes
+//   them): 8 of them at a time in long runs, which the prefetchers follow, instead of all of them
+//   128 bytes at a time (cv7 NCHW->CHWN 28-38% of memcpy -> 48-61%, cv11 42-46% -> 61-63%,
+//   cv12 27-31% -> 57-68%, cv8 CHWN->NCHW 33-38% -> 45-54%);
+// - in cache, a stride that is a multiple of 4 KiB: every row on that side of a tile falls in the
+//   same L1 set and only 8 fit its 8 ways (cv4 NCHW->CHWN, 36 KiB stride: 30% -> 60% along the
+//   rows; cv4 CHWN->NCHW: 37% -> 53% in column strips).
 enum class Order { down_columns, along_rows, column_strips };
 
 // One tile, src and dst already offset to its corner: full B x B blocks, then the scalar edges.
@@ -121,14 +125,12 @@ void transpose_tile(const T* src, std::int64_t sld, T* dst, std::int64_t dld, st
 }
 
 // One unit: 32 x 32 tiles in row-major order, or the whole unit as one tile when a side is
-// shorter than a tile, for column strips, or along the rows when the unit has at most 32 rows
-// (cv12 NCHW->CHWN, N = 32: 8 source rows at a time in long runs, which the prefetchers follow,
-// instead of all 32 rows 128 bytes at a time; 27-31% of memcpy -> 57-68%).
+// shorter than a tile, for column strips, and along the rows when the unit has at most 64 rows.
 template <class T>
 void transpose_unit(const T* src, std::int64_t sld, T* dst, std::int64_t dld, std::int64_t rows,
                     std::int64_t cols, Order order = Order::down_columns) {
   if (rows < kTile || cols < kTile || order == Order::column_strips ||
-      (order == Order::along_rows && rows <= kTile))
+      (order == Order::along_rows && rows <= 2 * kTile))
     return transpose_tile(src, sld, dst, dld, rows, cols, order);
   for (std::int64_t i = 0; i < rows; i += kTile)
     for (std::int64_t j = 0; j < cols; j += kTile)
@@ -203,13 +205,21 @@ void transpose_batched(const T* src, T* dst, const TransposeShape& t) {
   const bool stream = kCanStream && bytes > kStreamBytes && unit_r >= kUnit / 2 &&
                       unit_c >= kTile && t.dst_ld * sz % 64 == 0 &&
                       (row_units == 1 || unit_r * sz % 64 == 0);
-  // In cache, L1 set conflicts decide the block order (Order); out of cache DRAM does, and down
-  // the columns measured better (cv10 NCHW->CHWN: about 55% of memcpy against 40% along the rows).
+  // The block order (Order). Out of cache, down the columns measured better than along the rows
+  // for 4 KiB-multiple strides (cv10 NCHW->CHWN: about 55% of memcpy against 40%).
   const auto aliases = [&](std::int64_t ld) { return ld * sz % 4096 == 0; };
-  const Order order = stream || bytes > kStreamBytes ? Order::down_columns
-                      : aliases(t.src_ld)            ? Order::along_rows
-                      : aliases(t.dst_ld)            ? Order::column_strips
-                                                     : Order::down_columns;
+  const bool in_cache = bytes <= kStreamBytes;
+  Order order = Order::down_columns;  // streamed units go down the columns into their buffer
+  if (!stream) {
+    if (t.rows <= 2 * kTile && t.src_ld > t.dst_ld)
+      order = Order::along_rows;
+    else if (t.cols <= 2 * kTile && t.dst_ld > t.src_ld)
+      order = Order::column_strips;
+    else if (in_cache && aliases(t.src_ld))
+      order = Order::along_rows;
+    else if (in_cache && aliases(t.dst_ld))
+      order = Order::column_strips;
+  }
   // One flat range over every unit of every batch item, so both threads get work whether the
   // batch is 1 (CHWN <-> NCHW) or the units per item are few (small C*H*W).
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, t.batch * per_batch),
