@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -26,6 +27,15 @@ using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
 template <class T>
 inline bool takes(T v, T m) {
   return !(v <= m) & (m == m);  // v > m, or v is NaN and m is not
+}
+
+// take ? a : b as a bit blend: branch-free also in the scalar remainders of vectorised loops,
+// where the compiler would otherwise branch on data and mispredict.
+template <class T>
+inline T pick(bool take, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  const U mask = U(0) - static_cast<U>(take);
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
 }
 
 // Scalar code of the same rule: the compiler turns `takes(v, m) ? v : m` on scalars into
@@ -59,7 +69,7 @@ inline void argmax_scalar(double v, double& m, I at, I& index) {
 #else
 template <class T>
 inline T max_scalar(T v, T m) {
-  return takes(v, m) ? v : m;
+  return pick(takes(v, m), v, m);
 }
 template <class T, class I>
 inline void argmax_scalar(T v, T& m, I at, I& index) {
@@ -76,7 +86,7 @@ inline void fold_max(T* __restrict a, const T* __restrict h, int n) {
     a[0] = max_scalar(h[0], a[0]);
     return;
   }
-  for (int i = 0; i < n; ++i) a[i] = takes(h[i], a[i]) ? h[i] : a[i];
+  for (int i = 0; i < n; ++i) a[i] = pick(takes(h[i], a[i]), h[i], a[i]);
 }
 template <class T>
 inline void fold_sum(T* __restrict a, const T* __restrict h, int n) {
@@ -91,8 +101,8 @@ inline void fold_argmax(T* __restrict a, Idx<T>* __restrict ai, const T* __restr
   }
   for (int i = 0; i < n; ++i) {
     const bool take = takes(h[i], a[i]);
-    a[i] = take ? h[i] : a[i];
-    ai[i] = take ? hi[i] : ai[i];
+    a[i] = pick(take, h[i], a[i]);
+    ai[i] = pick(take, hi[i], ai[i]);
   }
 }
 // The same with one index for every lane: the next pixel of a row.
@@ -105,8 +115,8 @@ inline void fold_argmax_at(T* __restrict a, Idx<T>* __restrict ai, const T* __re
   }
   for (int i = 0; i < n; ++i) {
     const bool take = takes(h[i], a[i]);
-    a[i] = take ? h[i] : a[i];
-    ai[i] = take ? at : ai[i];
+    a[i] = pick(take, h[i], a[i]);
+    ai[i] = pick(take, at, ai[i]);
   }
 }
 template <class T>
@@ -198,6 +208,54 @@ class Kernel {
       with_width(t.nx, body);
     else
       body.template operator()<0>();
+  }
+
+  // ---- coarsening 1 with V = 1 ---------------------------------------------------------------
+  // One output per step has nothing to share, so NCHW at fx = fy = 1 scans each window directly,
+  // branch-free: the baseline the coarsened tiles are measured against.
+  // Forward: output row oy of one plane.
+  void fwd_single_row(const T* in, T* out, int oy) const {
+    const Span wy = span(oy, p_.sh, p_.ph, p_.kh, p_.ih);
+    const bool max = p_.kind == PoolKind::max;
+    for (int ox = 0; ox < ow_; ++ox) {
+      const Span wx = span(ox, p_.sw, p_.pw, p_.kw, p_.iw);
+      T m = in[static_cast<std::int64_t>(wy.lo) * p_.iw + wx.lo];
+      T sum = 0;
+      for (int y = wy.lo; y < wy.hi; ++y) {
+        const T* row = in + static_cast<std::int64_t>(y) * p_.iw;
+        for (int x = wx.lo; x < wx.hi; ++x) {
+          if (max)
+            m = max_scalar(row[x], m);
+          else
+            sum += row[x];
+        }
+      }
+      out[static_cast<std::int64_t>(oy) * ow_ + ox] = max ? m : sum / divisor(wy, wx);
+    }
+  }
+  // Backward: every output of one plane in row-major order, as pool_direct adds them.
+  void bwd_single_plane(const T* src, const T* dd, T* ds) const {
+    const bool max = p_.kind == PoolKind::max;
+    for (int oy = 0; oy < oh_; ++oy) {
+      const Span wy = span(oy, p_.sh, p_.ph, p_.kh, p_.ih);
+      for (int ox = 0; ox < ow_; ++ox) {
+        const Span wx = span(ox, p_.sw, p_.pw, p_.kw, p_.iw);
+        const T g = dd[static_cast<std::int64_t>(oy) * ow_ + ox];
+        if (!max) {
+          const T share = g / divisor(wy, wx);
+          for (int y = wy.lo; y < wy.hi; ++y)
+            for (int x = wx.lo; x < wx.hi; ++x) ds[static_cast<std::int64_t>(y) * p_.iw + x] += share;
+          continue;
+        }
+        Idx<T> at = static_cast<Idx<T>>(wy.lo) * p_.iw + wx.lo;
+        T m = src[at];
+        for (int y = wy.lo; y < wy.hi; ++y)
+          for (int x = wx.lo; x < wx.hi; ++x)
+            argmax_scalar(src[static_cast<std::int64_t>(y) * p_.iw + x], m,
+                          static_cast<Idx<T>>(y) * p_.iw + x, at);
+        ds[at] += g;
+      }
+    }
   }
 
   // ---- max backward --------------------------------------------------------------------------
@@ -383,7 +441,7 @@ class Kernel {
       if constexpr (kMax && kN == 1) {
         h[0] = max_scalar(b[0], h[0]);
       } else if constexpr (kMax) {
-        for (int j = 0; j < n; ++j) h[j] = takes(b[j * s], h[j]) ? b[j * s] : h[j];
+        for (int j = 0; j < n; ++j) h[j] = pick(takes(b[j * s], h[j]), b[j * s], h[j]);
       } else {
         for (int j = 0; j < n; ++j) h[j] += b[j * s];
       }
@@ -451,6 +509,8 @@ void run_typed(const PoolProblem& p, int fx, int fy, Layout layout, const PoolAr
   const Kernel<T> kernel(p, v);
   const bool max = p.kind == PoolKind::max;
   const int tile_rows = ceil_div(oh, fy);
+  const bool single = v == 1 && fx == 1 && fy == 1;  // coarsening 1 in NCHW
+  const std::int64_t row_elems = static_cast<std::int64_t>(p.iw) * v;
 
   if (p.dir == Direction::fwd) {
     const T* src = a.src.data<T>();
@@ -466,6 +526,11 @@ void run_typed(const PoolProblem& p, int fx, int fy, Layout layout, const PoolAr
                           const std::int64_t plane = item / tile_rows;
                           const int oy0 = static_cast<int>(item % tile_rows) * fy;
                           const int ny = std::min(fy, oh - oy0);
+                          if (single) {
+                            kernel.fwd_single_row(src + plane * in_plane, dst + plane * out_plane,
+                                                  oy0);
+                            continue;
+                          }
                           for (int ox0 = 0; ox0 < ow; ox0 += fx)
                             kernel.fwd_tile(src + plane * in_plane, dst + plane * out_plane,
                                             Tile{oy0, ny, ox0, std::min(fx, ow - ox0)},
@@ -489,9 +554,23 @@ void run_typed(const PoolProblem& p, int fx, int fy, Layout layout, const PoolAr
         for (std::int64_t plane = range.begin(); plane < range.end(); ++plane) {
           T* ds = diff_src + plane * in_plane;
           const T* dd = diff_dst + plane * out_plane;
-          std::fill(ds, ds + in_plane, T(0));
+          if (single) {
+            std::fill(ds, ds + in_plane, T(0));
+            kernel.bwd_single_plane(max ? src + plane * in_plane : nullptr, dd, ds);
+            continue;
+          }
+          // Rows are zeroed just before the first tile row that adds into them, so the plane
+          // is swept once while it is in cache rather than zeroed in a pass of its own.
+          int zeroed = 0;
+          auto zero_to = [&](int y) {
+            if (y <= zeroed) return;
+            std::fill(ds + static_cast<std::int64_t>(zeroed) * row_elems,
+                      ds + static_cast<std::int64_t>(y) * row_elems, T(0));
+            zeroed = y;
+          };
           for (int oy0 = 0; oy0 < oh; oy0 += fy) {
             const int ny = std::min(fy, oh - oy0);
+            zero_to(std::min((oy0 + ny - 1) * p.sh - p.ph + p.kh, p.ih));
             if (max) {
               kernel.max_bwd_rows(src + plane * in_plane, dd, ds, oy0, ny, fx, idx.data(),
                                   vals.data(), h.data(), hidx.data());
@@ -501,6 +580,7 @@ void run_typed(const PoolProblem& p, int fx, int fy, Layout layout, const PoolAr
               kernel.avg_bwd_tile(dd, ds, Tile{oy0, ny, ox0, std::min(fx, ow - ox0)},
                                   vals.data(), h.data());
           }
+          zero_to(p.ih);  // rows below the last window
         }
       });
 }

@@ -11,7 +11,12 @@
 // neighbouring output rows are then reduced once per tile instead of once per output row: the
 // CPU form of the paper's "keep the shared inputs in registers". Inner loops run over contiguous
 // memory so the compiler vectorises them: over the V values of a pixel when V > 1, over the output
-// columns of the tile when V = 1 (strides 1 and 2 are compiled specially for that).
+// columns of the tile when V = 1 (the tile widths of the configs and strides 1 and 2 are compiled
+// as constants, so a tile row stays in registers). Selects are bit blends, never branches: on
+// random data a branch per compare mispredicts and costs more than the pooling itself.
+// Coarsening 1 in NCHW (V = 1, one output per step) has nothing to share, so it scans each window
+// directly, branch-free; it is the baseline the tiles must beat, and already well ahead of
+// pool_direct, whose compares branch.
 //
 // Backward: max recomputes the argmax from src exactly as pool_direct does (first maximum in
 // row-major window order, a NaN wins): separably, the first maximum of each row, then the first
@@ -26,8 +31,9 @@
 //
 // Threads: forward runs (plane, tile row) items as TBB tasks, each writing only its own output
 // rows; backward runs whole planes as tasks (row tiles of one plane overlap in diff_src when
-// kh > sh), each zeroing and writing only its own plane in a fixed order. Results therefore do not
-// depend on scheduling.
+// kh > sh), each zeroing and writing only its own plane in a fixed order (rows are zeroed just
+// before the first tile row that adds into them, one sweep over the plane). Results therefore do
+// not depend on scheduling.
 #include <array>
 
 #include "ops/pool/solver.h"
