@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -70,6 +71,50 @@ inline void transpose_block(const float* src, std::int64_t sld, float* dst, std:
   }
 }
 
+// Three rows of 8 interleaved into 24 contiguous values (C = 3 to NHWC, the RGB input layers),
+// and back. Each source vector is permuted so that its elements sit where the three outputs
+// want them (a at 0, 3, 6 of the first, 1, 4, 7 of the second, 2, 5 of the third, and so on);
+// blends then pick them: 3 permutes and 6 blends per 24 values, where the scalar loop moved one
+// value a cycle (cv3 NCHW->NHWC ran at 27% of memcpy).
+inline void interleave3(const float* a, const float* b, const float* c, float* out) {
+  const __m256 pa = _mm256_permutevar8x32_ps(_mm256_loadu_ps(a), _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5));
+  const __m256 pb = _mm256_permutevar8x32_ps(_mm256_loadu_ps(b), _mm256_setr_epi32(5, 0, 3, 6, 1, 4, 7, 2));
+  const __m256 pc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(c), _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7));
+  _mm256_storeu_ps(out, _mm256_blend_ps(_mm256_blend_ps(pa, pb, 0x92), pc, 0x24));
+  _mm256_storeu_ps(out + 8, _mm256_blend_ps(_mm256_blend_ps(pa, pb, 0x24), pc, 0x49));
+  _mm256_storeu_ps(out + 16, _mm256_blend_ps(_mm256_blend_ps(pa, pb, 0x49), pc, 0x92));
+}
+
+inline void deinterleave3(const float* in, float* a, float* b, float* c) {
+  const __m256 i0 = _mm256_loadu_ps(in), i1 = _mm256_loadu_ps(in + 8), i2 = _mm256_loadu_ps(in + 16);
+  const __m256 ta = _mm256_blend_ps(_mm256_blend_ps(i0, i1, 0x92), i2, 0x24);
+  const __m256 tb = _mm256_blend_ps(_mm256_blend_ps(i0, i1, 0x24), i2, 0x49);
+  const __m256 tc = _mm256_blend_ps(_mm256_blend_ps(i0, i1, 0x49), i2, 0x92);
+  _mm256_storeu_ps(a, _mm256_permutevar8x32_ps(ta, _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5)));
+  _mm256_storeu_ps(b, _mm256_permutevar8x32_ps(tb, _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6)));
+  _mm256_storeu_ps(c, _mm256_permutevar8x32_ps(tc, _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7)));
+}
+
+// The vectorised part of a 3-row (or 3-column) transpose whose 3-wide side is contiguous; returns
+// how many columns (rows) it did, the caller's scalar loop does the rest.
+template <class T>
+std::int64_t transpose_three(const T* src, std::int64_t sld, T* dst, std::int64_t dld,
+                             std::int64_t rows, std::int64_t cols) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (rows == 3 && dld == 3) {
+      const std::int64_t done = cols / 8 * 8;
+      for (std::int64_t j = 0; j < done; j += 8) interleave3(src + j, src + sld + j, src + 2 * sld + j, dst + 3 * j);
+      return done;
+    }
+    if (cols == 3 && sld == 3) {
+      const std::int64_t done = rows / 8 * 8;
+      for (std::int64_t i = 0; i < done; i += 8) deinterleave3(src + 3 * i, dst + i, dst + dld + i, dst + 2 * dld + i);
+      return done;
+    }
+  }
+  return 0;
+}
+
 inline void transpose_block(const double* src, std::int64_t sld, double* dst, std::int64_t dld) {
   const __m256d r0 = _mm256_loadu_pd(src), r1 = _mm256_loadu_pd(src + sld),
                 r2 = _mm256_loadu_pd(src + 2 * sld), r3 = _mm256_loadu_pd(src + 3 * sld);
@@ -99,6 +144,15 @@ template <class T>
 void transpose_tile(const T* src, std::int64_t sld, T* dst, std::int64_t dld, std::int64_t rows,
                     std::int64_t cols, [[maybe_unused]] Order order = Order::down_columns) {
   constexpr int B = kBlock<T>;
+  if constexpr (B > 0) {
+    if (rows == 3 && dld == 3) {
+      const std::int64_t done = transpose_three(src, sld, dst, dld, rows, cols);
+      src += done, dst += done * dld, cols -= done;
+    } else if (cols == 3 && sld == 3) {
+      const std::int64_t done = transpose_three(src, sld, dst, dld, rows, cols);
+      src += done * sld, dst += done, rows -= done;
+    }
+  }
   if (rows < B) {
     // Too few rows for a block (C = 3 to NHWC): walk the destination in order, so its writes
     // stream and only the `rows` short source rows are read in parallel.
