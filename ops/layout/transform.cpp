@@ -127,16 +127,17 @@ inline void transpose_block(const double* src, std::int64_t sld, double* dst, st
 }
 #endif
 
-// The order of the B x B blocks. Down the columns (each group of B destination rows finished
-// before the next) is the default. Along the rows keeps B source rows in flight instead, and
-// column strips B destination rows across a whole unit. Two things call for them:
-// - a strided side with few rows (N <= 64: NCHW->CHWN reads N rows far apart, CHWN->NCHW writes
-//   them): 8 of them at a time in long runs, which the prefetchers follow, instead of all of them
-//   128 bytes at a time (cv7 NCHW->CHWN 28-38% of memcpy -> 48-61%, cv11 42-46% -> 61-63%,
-//   cv12 27-31% -> 57-68%, cv8 CHWN->NCHW 33-38% -> 45-54%);
-// - in cache, a stride that is a multiple of 4 KiB: every row on that side of a tile falls in the
-//   same L1 set and only 8 fit its 8 ways (cv4 NCHW->CHWN, 36 KiB stride: 30% -> 60% along the
-//   rows; cv4 CHWN->NCHW: 37% -> 53% in column strips).
+// The order of the B x B blocks. Down the columns: 32 x 32 tiles, each group of B destination
+// rows finished before the next; used for the streamed units' L2 buffer. Column strips: B
+// destination rows at a time across a whole unit, written in long runs; the default, it beat
+// the tiles by 4-20 points of memcpy's rate (cv6 NHWC->NCHW 53-57% -> 71-74%, cv7 and cv12
+// NCHW<->NHWC 37-45% -> 44-52%; cv4 CHWN->NCHW, 36 KiB destination stride, 37% -> 53%). Along
+// the rows: B source rows at a time, for two cases:
+// - a strided source with few rows (N <= 64 in NCHW->CHWN): 8 of them at a time in long runs,
+//   which the prefetchers follow, instead of all of them 128 bytes at a time (cv7 28-38% of
+//   memcpy -> 48-61%, cv11 42-46% -> 61-63%, cv12 27-31% -> 57-68%);
+// - in cache, a source stride that is a multiple of 4 KiB: every source row of a tile falls in
+//   the same L1 set and only 8 fit its 8 ways (cv4 NCHW->CHWN, 36 KiB stride: 30% -> 60%).
 enum class Order { down_columns, along_rows, column_strips };
 
 // One tile, src and dst already offset to its corner: full B x B blocks, then the scalar edges.
@@ -259,21 +260,13 @@ void transpose_batched(const T* src, T* dst, const TransposeShape& t) {
   const bool stream = kCanStream && bytes > kStreamBytes && unit_r >= kUnit / 2 &&
                       unit_c >= kTile && t.dst_ld * sz % 64 == 0 &&
                       (row_units == 1 || unit_r * sz % 64 == 0);
-  // The block order (Order). Out of cache, down the columns measured better than along the rows
-  // for 4 KiB-multiple strides (cv10 NCHW->CHWN: about 55% of memcpy against 40%).
+  // The block order (Order).
   const auto aliases = [&](std::int64_t ld) { return ld * sz % 4096 == 0; };
-  const bool in_cache = bytes <= kStreamBytes;
-  Order order = Order::down_columns;  // streamed units go down the columns into their buffer
-  if (!stream) {
-    if (t.rows <= 2 * kTile && t.src_ld > t.dst_ld)
-      order = Order::along_rows;
-    else if (t.cols <= 2 * kTile && t.dst_ld > t.src_ld)
-      order = Order::column_strips;
-    else if (in_cache && aliases(t.src_ld))
-      order = Order::along_rows;
-    else if (in_cache && aliases(t.dst_ld))
-      order = Order::column_strips;
-  }
+  Order order = Order::down_columns;
+  if (!stream)
+    order = (t.rows <= 2 * kTile && t.src_ld > t.dst_ld) || (bytes <= kStreamBytes && aliases(t.src_ld))
+                ? Order::along_rows
+                : Order::column_strips;
   // One flat range over every unit of every batch item, so both threads get work whether the
   // batch is 1 (CHWN <-> NCHW) or the units per item are few (small C*H*W).
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, t.batch * per_batch),
