@@ -21,12 +21,12 @@ struct TransposeShape {
   std::int64_t src_batch_step, dst_batch_step;  // offset between consecutive batch items
 };
 
-// Two levels of blocking. A tile (32 x 32: 4 KiB of f32 read and 4 KiB written) stays in L1
-// while it is transposed. A unit (128 x 128 when both sides are long: 64 KiB a side, inside L2)
-// is what one thread takes at a time: about 5 us of work, so TBB's cost per chunk does not show
-// and both threads get balanced shares whatever the batch (units of 64 and 256 measured the same
-// within this machine's noise). When one side is short (C = 3 to NHWC) the unit grows along the
-// other to keep about kUnitElems elements of work.
+// A unit (128 x 128 when both sides are long: 64 KiB a side, inside L2) is what one thread takes
+// at a time: about 5 us of work, so TBB's cost per chunk does not show and both threads get
+// balanced shares whatever the batch (units of 64 and 256 measured the same within this
+// machine's noise). When one side is short (C = 3 to NHWC) the unit grows along the other to
+// keep about kUnitElems elements of work. Inside a unit the in-register blocks go in one of the
+// orders of Order below; one of them walks 32 x 32 tiles (4 KiB a side, inside L1).
 constexpr std::int64_t kTile = 32;
 constexpr std::int64_t kUnit = 128;
 constexpr std::int64_t kUnitElems = kUnit * kUnit;
