@@ -1,9 +1,13 @@
 #pragma once
 // Fast layout transforms between NCHW, CHWN and NHWC. Every pair is a batch of strided 2-D
 // transposes (CHWN <-> NCHW is one transpose of [N][C*H*W], as in Li et al.; NCHW <-> NHWC is N
-// transposes of [C][H*W]; NHWC <-> CHWN is H*W transposes of [N][C]), run in cache-sized tiles
-// so both the reads and the writes stream. convert_layout_reference (reference.h) is the
-// obviously-right loop they are tested against.
+// transposes of [C][H*W]; NHWC <-> CHWN is H*W transposes of [N][C]). Each transpose runs in
+// units of about 128 x 128 spread over the TBB threads; inside a unit, blocks are transposed in
+// registers (AVX2 8x8 f32 / 4x4 f64; a scalar loop elsewhere and for the edges), in an order chosen
+// by the strides, and destinations larger than the cache are written with non-temporal stores
+// (transform.cpp says why and what each choice measured). `bench layout` reports GB/s against
+// memcpy. convert_layout_reference (reference.h) is the obviously-right loop they are tested
+// against.
 #include "core/tensor.h"
 
 namespace tunecnn {
