@@ -267,22 +267,11 @@ class Kernel {
     const std::int64_t row_width = static_cast<std::int64_t>(ow_) * v_;
     for (int ox0 = 0; ox0 < ow_; ox0 += fx) {
       const Tile t{oy0, ny, ox0, std::min(fx, ow_ - ox0)};
-      const int width = t.nx * v_;
-      const auto [ylo, yhi] = band(t);
-      for (int y = ylo; y < yhi; ++y) {
-        hargmax(src, y, t, hval, hidx);
-        const auto [r0, r1] = rows_of(y, t);
-        for (int r = r0; r < r1; ++r) {
-          T* a = aval + static_cast<std::int64_t>(r) * width;
-          Idx<T>* ai = idx + r * row_width + static_cast<std::int64_t>(ox0) * v_;
-          if (y == first_row(t.oy0 + r)) {
-            std::copy(hval, hval + width, a);
-            std::copy(hidx, hidx + width, ai);
-          } else {
-            fold_argmax(a, ai, hval, hidx, width);
-          }
-        }
-      }
+      auto body = [&]<int kN>() { argmax_tile<kN>(src, t, idx, aval, hval, hidx); };
+      if (v_ == 1)
+        with_width(t.nx, body);
+      else
+        body.template operator()<0>();
     }
     const int v = v_, ow = ow_;
     for (int r = 0; r < ny; ++r) {
@@ -296,6 +285,28 @@ class Kernel {
         const Idx<T>* __restrict ak = ai + static_cast<std::int64_t>(ox) * v;
         const T* __restrict gk = g + static_cast<std::int64_t>(ox) * v;
         for (int i = 0; i < v; ++i) ds[static_cast<std::int64_t>(ak[i]) * v + i] += gk[i];
+      }
+    }
+  }
+
+  // The argmax of every output of tile t into idx (rows of ow * V), aval as scratch.
+  template <int kN>
+  void argmax_tile(const T* src, const Tile& t, Idx<T>* idx, T* aval, T* hval,
+                   Idx<T>* hidx) const {
+    const std::int64_t row_width = static_cast<std::int64_t>(ow_) * v_;
+    const int width = kN > 0 ? kN : t.nx * v_;  // kN > 0 only when V = 1
+    const auto [ylo, yhi] = band(t);
+    for (int y = ylo; y < yhi; ++y) {
+      hargmax(src, y, t, hval, hidx);
+      const auto [r0, r1] = rows_of(y, t);
+      for (int r = r0; r < r1; ++r) {
+        T* a = aval + static_cast<std::int64_t>(r) * width;
+        Idx<T>* ai = idx + r * row_width + static_cast<std::int64_t>(t.ox0) * v_;
+        if (y == first_row(t.oy0 + r)) {
+          for (int i = 0; i < width; ++i) a[i] = hval[i], ai[i] = hidx[i];
+        } else {
+          fold_argmax(a, ai, hval, hidx, width);
+        }
       }
     }
   }
@@ -461,19 +472,56 @@ class Kernel {
     return m;
   }
 
+  // V = 1, windows inside the row: the first maximum of b[j * stride + kx] over kx and its pixel
+  // index (b is pixel `at0`). kN and kStride as in hinterior.
+  template <int kN, int kStride>
+  void hargmax_interior(const T* __restrict b, Idx<T> at0, T* __restrict hv,
+                        Idx<T>* __restrict hi, int n_, int stride) const {
+    const int s = kStride > 0 ? kStride : stride;
+    const int n = kN > 0 ? kN : n_;
+    const int kw = p_.kw;
+    for (int j = 0; j < n; ++j) hv[j] = b[j * s], hi[j] = at0 + j * s;
+    for (int kx = 1; kx < kw; ++kx)
+      for (int j = 0; j < n; ++j) {
+        const T val = b[j * s + kx];
+        const bool take = takes(val, hv[j]);
+        hv[j] = pick(take, val, hv[j]);
+        hi[j] = pick(take, static_cast<Idx<T>>(at0 + j * s + kx), hi[j]);
+      }
+  }
+
   // The first maximum of row y's window of each output column of the tile, with its pixel index.
   void hargmax(const T* src, int y, const Tile& t, T* hval, Idx<T>* hidx) const {
     const int v = v_;
     const T* row = src + static_cast<std::int64_t>(y) * p_.iw * v;
     const Idx<T> base = static_cast<Idx<T>>(y) * p_.iw;
     if (v == 1) {
-      for (int j = 0; j < t.nx; ++j) {
+      // Border columns one by one; the interior vectorises over the tile's columns.
+      const int ja = std::clamp(ix_lo_ - t.ox0, 0, t.nx);
+      const int jb = std::clamp(ix_hi_ - t.ox0, ja, t.nx);
+      auto clipped = [&](int j) {
         const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
         T m = row[wx.lo];
         Idx<T> at = base + wx.lo;
         for (int x = wx.lo + 1; x < wx.hi; ++x) argmax_scalar(row[x], m, base + x, at);
         hval[j] = m, hidx[j] = at;
-      }
+      };
+      for (int j = 0; j < ja; ++j) clipped(j);
+      for (int j = jb; j < t.nx; ++j) clipped(j);
+      if (jb <= ja) return;
+      const int x0 = (t.ox0 + ja) * p_.sw - p_.pw;
+      auto interior = [&]<int kN>() {
+        if (p_.sw == 1)
+          hargmax_interior<kN, 1>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, 1);
+        else if (p_.sw == 2)
+          hargmax_interior<kN, 2>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, 2);
+        else
+          hargmax_interior<kN, 0>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, p_.sw);
+      };
+      if (ja == 0 && jb == t.nx)
+        with_width(jb - ja, interior);
+      else
+        interior.template operator()<0>();
       return;
     }
     for (int j = 0; j < t.nx; ++j) {
