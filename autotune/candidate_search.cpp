@@ -19,8 +19,10 @@ namespace {
 
 // A noise floor for ties: timings within 2% of the best are indistinguishable on a busy CPU.
 constexpr double kTieFraction = 0.02;
-// A first timed call this many times slower than the best median so far ends a candidate's timing.
-constexpr double kHopelessFactor = 1.5;
+// A first timed call this many times slower than the best median so far ends a candidate's timing;
+// so do two calls whose faster one is still beyond kLosingMargin of it.
+constexpr double kHopelessFactor = 1.25;
+constexpr double kLosingMargin = 0.05;
 // Calls longer than this need no separate warm-up.
 constexpr double kLongCallSeconds = 0.05;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
@@ -53,16 +55,21 @@ CallTiming summarise(const std::vector<double>& times) {
   return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
 }
 
+// A candidate that cannot win: its median will be at least its fastest call, and that is already
+// slower than the best median so far (`bound_s`) by more than the noise allows. One call decides
+// only when it is far slower; two when it is close, so one unlucky call does not drop a rival.
 bool hopeless(const std::vector<double>& times, double bound_s) {
-  return bound_s > 0 && times.size() == 1 && times[0] > kHopelessFactor * bound_s;
+  if (bound_s <= 0 || times.empty()) return false;
+  if (times.size() == 1) return times[0] > kHopelessFactor * bound_s;
+  return *std::min_element(times.begin(), times.end()) > (1 + kLosingMargin) * bound_s;
 }
 
 // Warm-up (a call over kLongCallSeconds is kept as the first timed call instead), then timed
 // calls until the median settles, the cap is spent or max_repeats is reached; at least one timed
 // call always runs.
-// A candidate whose first timed call is already far slower than the best so far (`bound_s`
-// seconds; 0: none yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would
-// only measure precisely how much it loses.
+// A candidate that cannot win (hopeless(), against the best so far, `bound_s` seconds; 0: none
+// yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would only measure
+// precisely how much it loses.
 CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions& o,
                            const std::function<double()>& clock, double bound_s) {
   std::vector<double> times;

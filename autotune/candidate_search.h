@@ -50,7 +50,8 @@ struct CallTiming {
 // The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
-// seconds), a first call over 1.5x the bound ends the timing. Uses options.clock when set.
+// seconds), a first call over 1.25x the bound ends the timing, and so does a fastest call over
+// 1.05x of it after two. Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
                       double bound_s = 0);
 
