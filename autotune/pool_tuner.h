@@ -20,8 +20,8 @@ TuningEntry retime_pool_candidates(const PoolProblem& problem,
                                    const TunerOptions& options);
 
 // The problem candidates are checked on: the same batch and geometry (a CHWN or NHWC kernel's
-// vector paths depend on N and C) with the channels cut until the reference takes about a
-// millisecond.
+// vector paths depend on N and C) with the channels cut until the reference takes a fraction of
+// a millisecond.
 PoolProblem pool_verification_problem(const PoolProblem& problem);
 
 }  // namespace tunecnn
