@@ -371,6 +371,34 @@ TEST_F(AutotuneApp, ExplainRejectsABadKey) {
       << run.err;
 }
 
+TEST_F(AutotuneApp, ExplainTakesPoolingAndSoftmaxKeys) {
+  const std::string pool_key = "pool max fwd mb64 c16 ih28 iw28 kh2 kw2 sh2 sw2 ph0 pw0";
+  CandidateResult chwn = candidate("pool_tiled", 0.1, 9, TuneConfig{{{"fx", 2}, {"fy", 1}}});
+  chwn.layout = Layout::CHWN;
+  TuningCache cache;
+  cache.put(here_.id, here_.fields,
+            entry(pool_key, {chwn, candidate("pool_tiled", 0.4, 9, TuneConfig{{{"fx", 1}, {"fy", 1}}})}));
+  const fs::path file = save(cache, "pool.yaml");
+  const Outcome pool = autotune({"explain", pool_key, "--tune-cache", file.string()});
+  ASSERT_EQ(pool.status, 0) << pool.err;
+  EXPECT_TRUE(contains(pool.out, "pool_tiled: applicable")) << pool.out;
+  EXPECT_TRUE(contains(pool.out, "pool_direct (reference): applicable")) << pool.out;
+  EXPECT_TRUE(contains(pool.out, "default (untuned): pool_tiled fx=1,fy=1 NCHW")) << pool.out;
+  EXPECT_TRUE(contains(pool.out, "chosen (*): pool_tiled fx=2,fy=1 CHWN")) << pool.out;
+  EXPECT_TRUE(has_row(pool.out, "* pool_tiled fx=2,fy=1 CHWN 0.100 0.001 9 4.0 KiB correct 4.00x 4.00x\n"))
+      << pool.out;
+
+  const Outcome softmax = autotune({"explain", "softmax_xent mb64 classes10", "--tune-cache", file.string()});
+  ASSERT_EQ(softmax.status, 0) << softmax.err;
+  EXPECT_TRUE(contains(softmax.out, "softmax_fused: applicable")) << softmax.out;
+  EXPECT_TRUE(contains(softmax.out, "softmax_five_pass: applicable")) << softmax.out;
+  EXPECT_TRUE(contains(softmax.out, "not in the cache")) << softmax.out;
+
+  const Outcome bad = autotune({"explain", "pool max fwd mb64"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(contains(bad.err, "bad pool key 'pool max fwd mb64': field 'c' is missing")) << bad.err;
+}
+
 // ---- merge ----
 
 TEST_F(AutotuneApp, MergeKeepsTheBetterMeasuredEntryAndReportsWhoWon) {

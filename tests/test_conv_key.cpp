@@ -83,7 +83,7 @@ TEST(ConvKey, RejectsMalformedKeysNamingTheTextAndTheProblem) {
   expect_rejected("conv fwd mb99999999999" + rest, "fits in an int");
   expect_rejected("conv fwd mb1 zz4" + rest, "unknown field 'zz4'");
   expect_rejected("conv fwd mb1" + rest + " f16", "unknown field 'f16'");
-  expect_rejected("conv fwd mb1" + rest + " f64 f64", "two dtypes");
+  expect_rejected("conv fwd mb1" + rest + " f64 f64", "'f64' appears twice");
   expect_rejected("conv fwd mb0" + rest, "non-positive size");
   expect_rejected("conv fwd mb1 ic3 ih8 iw8 oc4 kh3 kw3 sh1 sw1 ph0 pw0 g2", "groups must divide");
 }

@@ -1,5 +1,10 @@
 #include "ops/pool/problem.h"
 
+#include <span>
+#include <vector>
+
+#include "ops/problem_key.h"
+
 namespace tunecnn {
 
 std::string_view to_string(PoolKind kind) {
@@ -29,6 +34,32 @@ void PoolProblem::validate() const {
   // With padding below the window size every window holds at least one real pixel, so a max is
   // always defined and an average never divides by zero.
   TUNECNN_CHECK(ph < kh && pw < kw, "pool padding must be smaller than the window: ", key());
+}
+
+PoolProblem parse_pool_key(std::string_view key) {
+  const std::vector<std::string_view> words = split_key_words(key);
+  TUNECNN_CHECK(words.size() >= 3 && words[0] == "pool" && (words[1] == "max" || words[1] == "avg"),
+                "bad pool key '", key, "': it must start with 'pool max|avg DIR', e.g. '",
+                PoolProblem{}.key(), "'");
+  PoolProblem p;
+  p.kind = words[1] == "max" ? PoolKind::max : PoolKind::avg;
+  p.dir = parse_key_direction("pool", key, words[2]);
+  const KeyField fields[] = {{"mb", &p.mb}, {"c", &p.c},   {"ih", &p.ih}, {"iw", &p.iw},
+                             {"kh", &p.kh}, {"kw", &p.kw}, {"sh", &p.sh}, {"sw", &p.sw},
+                             {"ph", &p.ph}, {"pw", &p.pw}};
+  const std::string_view flags[] = {"f32", "f64", "incpad"};
+  const std::set<std::string_view> seen =
+      parse_key_fields("pool", key, std::span(words).subspan(3), fields, flags);
+  p.dt = key_dtype("pool", key, seen);
+  p.count_include_pad = seen.count("incpad") > 0;
+  TUNECNN_CHECK(!p.count_include_pad || p.kind == PoolKind::avg, "bad pool key '", key,
+                "': incpad applies to average pooling only");
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    TUNECNN_FAIL("bad pool key '", key, "': ", e.message());
+  }
+  return p;
 }
 
 }  // namespace tunecnn

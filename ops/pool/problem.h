@@ -35,4 +35,9 @@ struct PoolProblem {
   bool operator==(const PoolProblem&) const = default;
 };
 
+// The inverse of PoolProblem::key(): "pool KIND DIR", the ten size fields (any order, each once),
+// and optional "f64" and "incpad" (average only). Throws Error naming the text and what is
+// wrong, or when the problem fails validate().
+PoolProblem parse_pool_key(std::string_view key);
+
 }  // namespace tunecnn

@@ -1,6 +1,9 @@
 #include "ops/softmax/problem.h"
 
 #include <algorithm>
+#include <span>
+
+#include "ops/problem_key.h"
 
 namespace tunecnn {
 
@@ -13,6 +16,22 @@ std::string SoftmaxProblem::key() const {
 void SoftmaxProblem::validate() const {
   TUNECNN_CHECK(rows > 0, "softmax problem needs at least one row: ", key());
   TUNECNN_CHECK(classes > 0, "softmax problem needs at least one class: ", key());
+}
+
+SoftmaxProblem parse_softmax_key(std::string_view key) {
+  const std::vector<std::string_view> words = split_key_words(key);
+  TUNECNN_CHECK(!words.empty() && words[0] == "softmax_xent", "bad softmax key '", key,
+                "': it must start with 'softmax_xent', e.g. '", SoftmaxProblem{}.key(), "'");
+  SoftmaxProblem p;
+  const KeyField fields[] = {{"mb", &p.rows}, {"classes", &p.classes}};
+  const std::string_view flags[] = {"f32", "f64"};
+  p.dt = key_dtype("softmax", key, parse_key_fields("softmax", key, std::span(words).subspan(1), fields, flags));
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    TUNECNN_FAIL("bad softmax key '", key, "': ", e.message());
+  }
+  return p;
 }
 
 SoftmaxProblem softmax_problem_of(const Tensor& logits) {

@@ -21,6 +21,10 @@ struct SoftmaxProblem {
   bool operator==(const SoftmaxProblem&) const = default;
 };
 
+// The inverse of SoftmaxProblem::key(): "softmax_xent mbN classesK" and an optional "f64". Throws
+// Error naming the text and what is wrong.
+SoftmaxProblem parse_softmax_key(std::string_view key);
+
 // The problem of logits [rows, classes]; throws Error for anything that is not a 2-D CPU tensor
 // with at least one class.
 SoftmaxProblem softmax_problem_of(const Tensor& logits);
