@@ -17,6 +17,7 @@
 #include "ops/pool/pool2d.h"
 #include "ops/pool/registry.h"
 #include "tests/support/test_data.h"
+#include "tests/support/tuner_harness.h"
 
 namespace tunecnn {
 namespace {
@@ -29,29 +30,7 @@ PoolProblem small_pool(Direction dir = Direction::fwd) {
   return p;
 }
 
-// Moves 1 ms per clock read and counts the reads.
-struct Harness {
-  int calls = 0;
-  double now = 0;
-  std::vector<std::string> warnings;
-  TunerOptions options() {
-    TunerOptions o;
-    o.warmup = 0;
-    o.min_repeats = 2;
-    o.max_repeats = 3;
-    o.clock = [this] {
-      ++calls;
-      return now += 1e-3;
-    };
-    o.warn = [this](std::string_view w) { warnings.emplace_back(w); };
-    return o;
-  }
-  std::shared_ptr<TunedPlanner> planner(TunePolicy policy, const std::filesystem::path& file,
-                                        const std::string& device = "cpu-test") {
-    return std::make_shared<TunedPlanner>(policy, file, options(), device,
-                                          std::map<std::string, std::string>{{"model", device}});
-  }
-};
+using Harness = testing::TunerHarness;
 
 TEST(PoolTuner, VerificationKeepsTheBatchAndGeometryAndCutsChannels) {
   PoolProblem alexnet = small_pool();

@@ -10,33 +10,14 @@
 #include "models/registry.h"
 #include "ops/softmax/registry.h"
 #include "tests/support/test_data.h"
+#include "tests/support/tuner_harness.h"
 
 namespace tunecnn {
 namespace {
 
 const SoftmaxProblem kProblem{16, 1000, DType::f32};
 
-struct Harness {
-  int calls = 0;
-  double now = 0;
-  std::vector<std::string> warnings;
-  TunerOptions options() {
-    TunerOptions o;
-    o.warmup = 0;
-    o.min_repeats = 2;
-    o.max_repeats = 3;
-    o.clock = [this] {
-      ++calls;
-      return now += 1e-3;
-    };
-    o.warn = [this](std::string_view w) { warnings.emplace_back(w); };
-    return o;
-  }
-  std::shared_ptr<TunedPlanner> planner(TunePolicy policy, const std::filesystem::path& file) {
-    return std::make_shared<TunedPlanner>(policy, file, options(), "cpu-test",
-                                          std::map<std::string, std::string>{{"model", "test"}});
-  }
-};
+using Harness = testing::TunerHarness;
 
 TEST(SoftmaxTuner, BothSolversAreCheckedAndTimed) {
   for (DType dt : {DType::f32, DType::f64}) {

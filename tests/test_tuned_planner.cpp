@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "ops/conv/registry.h"
 #include "tests/support/test_data.h"
+#include "tests/support/tuner_harness.h"
 
 namespace tunecnn {
 namespace {
@@ -24,29 +25,7 @@ const ConvProblem kSmall{Direction::fwd, 4, 3, 10, 9, 5, 3, 3, 1, 1, 1, 1, 1};
 const ConvProblem k5x5{Direction::fwd, 2, 4, 12, 12, 6, 5, 5, 1, 1, 2, 2, 1};
 constexpr Direction kDirs[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
 
-// Moves 1 ms per call and counts the calls.
-struct Harness {
-  int calls = 0;
-  double now = 0;
-  std::vector<std::string> warnings;
-  TunerOptions options() {
-    TunerOptions o;
-    o.warmup = 0;
-    o.min_repeats = 2;
-    o.max_repeats = 3;
-    o.clock = [this] {
-      ++calls;
-      return now += 1e-3;
-    };
-    o.warn = [this](std::string_view w) { warnings.emplace_back(w); };
-    return o;
-  }
-  std::shared_ptr<TunedPlanner> planner(TunePolicy policy, const std::filesystem::path& file,
-                                            const std::string& device = "cpu-test") {
-    return std::make_shared<TunedPlanner>(policy, file, options(), device,
-                                              std::map<std::string, std::string>{{"model", device}});
-  }
-};
+using Harness = testing::TunerHarness;
 
 bool same(const ConvLayerPlan& a, const ConvLayerPlan& b) {
   for (Direction d : kDirs)

@@ -123,12 +123,6 @@ std::vector<Pair> parse_pairs(const std::string& text) {
   return pairs;
 }
 
-double seconds_of(const std::function<void()>& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // One timed thing: its calls per round (fixed after the warm-up) and every call's time.
 struct Contender {
   explicit Contender(std::function<void()> f) : fn(std::move(f)) {}

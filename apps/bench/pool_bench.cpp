@@ -68,12 +68,6 @@ std::vector<Direction> parse_direction(const std::string& name) {
   TUNECNN_FAIL("bench pool: unknown direction '", name, "' (fwd, bwd, both)");
 }
 
-double seconds_of(const std::function<void()>& fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Bytes one call reads and writes.
 double call_bytes(const PoolProblem& p) {
   const double src = static_cast<double>(p.mb) * p.c * p.ih * p.iw * dtype_size(p.dt);

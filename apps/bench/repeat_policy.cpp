@@ -9,15 +9,12 @@
 #include "core/error.h"
 
 namespace tunecnn {
-namespace {
 
 double seconds_of(const std::function<void()>& fn) {
   const auto start = std::chrono::steady_clock::now();
   fn();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-}  // namespace
 
 double median_of(std::vector<double> values) {
   if (values.empty()) return 0;

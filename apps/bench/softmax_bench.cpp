@@ -50,12 +50,6 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
   return values;
 }
 
-double seconds_of(const std::function<void()>& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 struct Case {
   SoftmaxProblem problem;
   Tensor logits;
