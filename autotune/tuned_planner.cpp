@@ -470,13 +470,17 @@ PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) 
   return FirstApplicablePoolPlanner().plan(fwd_problem, layout);
 }
 
+// Asked on every training step, so each problem's answer is kept.
 const SoftmaxSolver& TunedPlanner::plan(const SoftmaxProblem& problem) {
   std::lock_guard lock(mutex_);
+  const std::string key = problem.key();
+  if (auto it = softmax_plans_.find(key); it != softmax_plans_.end()) return *it->second;
   const Subject subject = softmax_subject(problem);
+  const SoftmaxSolver* chosen = &FirstApplicableSoftmaxPlanner().plan(problem);
   if (const TuningEntry* entry = resolve(subject))
     if (const CandidateResult* best = best_in_layout(*entry, subject, Layout::NCHW))
-      return *find_softmax_solver(best->solver);
-  return FirstApplicableSoftmaxPlanner().plan(problem);
+      chosen = find_softmax_solver(best->solver);
+  return *(softmax_plans_[key] = chosen);
 }
 
 TunedPlannerStats TunedPlanner::stats() const {

@@ -159,6 +159,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   TuningCache cache_;                           // the file as last read or written
   std::map<std::string, TuningEntry> resolved_;  // by direction problem key
   std::map<std::string, bool> missing_;          // `off` keys without a usable entry
+  std::map<std::string, const SoftmaxSolver*> softmax_plans_;  // by key, once resolved
   TunedPlannerStats stats_;
   bool save_failed_ = false;
   mutable std::recursive_mutex mutex_;
