@@ -1,6 +1,5 @@
 // train: teaches a model on a data set; with no arguments, LeNet on Fashion-MNIST.
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "apps/training/cli.h"
@@ -77,9 +76,7 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.test_limit = cli.get_int("test-limit");
   o.tune = cli.get("tune");
   tunecnn::parse_tune_policy(o.tune);  // a typo fails here, before any data is loaded
-  std::stringstream forced(cli.get("force-solver"));
-  for (std::string name; std::getline(forced, name, ',');)
-    if (!name.empty()) o.force_solvers.push_back(name);
+  o.force_solvers = tunecnn::split_commas(cli.get("force-solver"));
   for (const std::string& name : o.force_solvers)
     TUNECNN_CHECK(tunecnn::find_conv_solver(name) != nullptr, "--force-solver: unknown conv solver '",
                   name, "'; known: ", tunecnn::conv_solver_names());

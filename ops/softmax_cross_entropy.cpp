@@ -31,14 +31,10 @@ void check_logits(const Tensor& logits) {
                 "softmax expects logits [batch, classes], got ", shape_str(logits.shape()));
 }
 
-// Rows per task: enough work to amortise the task, at least one row.
-std::int64_t row_grain(std::int64_t classes) {
-  return std::max<std::int64_t>(1, 4096 / classes);
-}
-
 template <class Body>
 void for_rows(const Tensor& logits, Body body) {
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, logits.dim(0), row_grain(logits.dim(1))),
+  const std::int64_t grain = softmax_row_grain(static_cast<int>(logits.dim(1)));
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, logits.dim(0), grain),
                     [&](const tbb::blocked_range<std::int64_t>& r) {
                       for (std::int64_t row = r.begin(); row < r.end(); ++row) body(row);
                     });

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <sstream>
 
 #include "core/error.h"
 #include "models/conv_layers.h"
@@ -14,14 +13,6 @@
 
 namespace tunecnn {
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;

@@ -21,7 +21,6 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
-#include <sstream>
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
@@ -58,14 +57,6 @@ const std::vector<Activation>& li_paper_inputs() {
       {"cv10", {32, 128, 56, 56}}, {"cv11", {32, 256, 28, 28}}, {"cv12", {32, 512, 14, 14}},
   };
   return inputs;
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
 }
 
 // "li-paper" (all of CV1-CV12), a comma list of their names ("cv1,cv6"), or a set of

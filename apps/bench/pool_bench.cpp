@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
@@ -40,20 +39,6 @@ const std::vector<PoolLayer> kLayers = {
     {"alexnet1", 96, 55, 3, 2, 0, 64},  {"alexnet2", 256, 27, 3, 2, 0, 64},
     {"alexnet3", 256, 13, 3, 2, 0, 64},
 };
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
-
-Layout parse_layout(const std::string& name) {
-  for (Layout l : {Layout::NCHW, Layout::CHWN, Layout::NHWC})
-    if (to_string(l) == name) return l;
-  TUNECNN_FAIL("bench pool: unknown layout '", name, "' (NCHW, CHWN, NHWC)");
-}
 
 PoolKind parse_kind(const std::string& name) {
   if (name == "max") return PoolKind::max;
@@ -88,7 +73,7 @@ class PoolBench {
  public:
   PoolBench(const CommandLine& cli, bool layers_given, std::ostream& out) : out_(out) {
     quick_ = cli.has("quick");
-    for (const std::string& name : split(cli.get("layers"))) {
+    for (const std::string& name : split_commas(cli.get("layers"))) {
       if (name == "all") {
         layers_ = kLayers;
         continue;
@@ -101,8 +86,8 @@ class PoolBench {
         if (l.name == name) layers_.push_back(l);
     }
     if (quick_ && !layers_given) layers_ = {kLayers[1]};
-    for (const std::string& name : split(cli.get("layouts"))) layouts_.push_back(parse_layout(name));
-    for (const std::string& name : split(cli.get("kinds"))) kinds_.push_back(parse_kind(name));
+    for (const std::string& name : split_commas(cli.get("layouts"))) layouts_.push_back(parse_layout(name));
+    for (const std::string& name : split_commas(cli.get("kinds"))) kinds_.push_back(parse_kind(name));
     directions_ = parse_direction(cli.get("direction"));
     batch_ = cli.get_int("batch-size");
     rounds_ = quick_ ? 3 : cli.get_int("rounds");

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -17,6 +18,14 @@ std::optional<std::size_t> parse_byte_count(const std::string& text) {
   }
   if (text.empty() || text[0] == '-' || used != text.size()) return std::nullopt;
   return static_cast<std::size_t>(bytes);
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
 }
 
 Shape parse_chw(const std::string& text, const std::string& option) {

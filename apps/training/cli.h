@@ -15,6 +15,9 @@ namespace tunecnn {
 // the error in its own way.
 std::optional<std::size_t> parse_byte_count(const std::string& text);
 
+// The non-empty items of a comma-separated list ("a,,b" -> {"a", "b"}).
+std::vector<std::string> split_commas(const std::string& text);
+
 // "C,H,W" of one example; throws Error naming `option` and the text otherwise.
 Shape parse_chw(const std::string& text, const std::string& option);
 
