@@ -15,6 +15,11 @@ struct ModelOptions {
 };
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options, Rng& rng);
+// The names build_model knows; "mobilenet" also takes a width and resolution
+// ("mobilenet-0.5-128", see models/mobilenet.h).
 std::vector<std::string> model_names();
+// C, H, W of the example the model is built for: LeNet 1x28x28, the CIFAR net 3x24x24, AlexNet
+// 3x227x227, a MobileNet 3xRxR at its resolution. Throws Error for an unknown name.
+Shape model_input_shape(const std::string& name);
 
 }  // namespace tunecnn

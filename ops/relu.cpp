@@ -1,7 +1,10 @@
 // ReLU as vectorised Eigen array expressions over fixed chunks run as TBB tasks: each chunk writes
 // only its own elements, so the result does not depend on scheduling. Backward masks with the
-// output rather than the input so the closure keeps no extra tensor: y > 0 exactly where x > 0.
+// output rather than the input so the closure keeps no extra tensor: 0 < y < cap exactly where
+// 0 < x < cap.
 #include "ops/relu.h"
+
+#include <sstream>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -32,42 +35,61 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
 
 }  // namespace
 
-void relu_forward(const Tensor& x, Tensor& y) {
+void relu_forward(const Tensor& x, Tensor& y, double cap) {
   check_same(x, y, "forward");
   dispatch_dtype(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
+    const T top = static_cast<T>(cap);
     for_chunks(x.numel(), [&](std::int64_t begin, std::int64_t len) {
       const ConstArray<T> in(px + begin, len);
-      // A select rather than max(): it keeps NaN visible, so a diverging run is not masked.
-      MutArray<T>(py + begin, len) = (in < T(0)).select(T(0), in);
+      // Selects rather than max()/min(): they keep NaN visible, so a diverging run is not masked.
+      if (cap == kNoCap) {
+        MutArray<T>(py + begin, len) = (in < T(0)).select(T(0), in);
+      } else {
+        MutArray<T>(py + begin, len) = (in < T(0)).select(T(0), (in > top).select(top, in));
+      }
     });
   });
 }
 
-void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap) {
   check_same(y, dy, "backward");
   check_same(y, dx, "backward");
   dispatch_dtype(y.dtype(), [&]<class T>() {
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();
     T* pdx = dx.data<T>();
+    const T top = static_cast<T>(cap);
     for_chunks(y.numel(), [&](std::int64_t begin, std::int64_t len) {
-      MutArray<T>(pdx + begin, len) =
-          (ConstArray<T>(py + begin, len) > T(0)).select(ConstArray<T>(pdy + begin, len), T(0));
+      const ConstArray<T> out(py + begin, len);
+      const ConstArray<T> grad(pdy + begin, len);
+      if (cap == kNoCap) {
+        MutArray<T>(pdx + begin, len) = (out > T(0)).select(grad, T(0));
+      } else {
+        MutArray<T>(pdx + begin, len) = (out > T(0) && out < top).select(grad, T(0));
+      }
     });
   });
 }
 
-Variable relu(const Variable& x) {
+Variable relu(const Variable& x, double cap) {
+  TUNECNN_CHECK(cap > 0, "relu: the cap must be positive, got ", cap);
   Tensor y = Tensor::empty_like(x.data());
-  relu_forward(x.data(), y);
-  auto backward = [y](std::vector<Variable>& in, const Tensor& dy) {
+  relu_forward(x.data(), y, cap);
+  auto backward = [y, cap](std::vector<Variable>& in, const Tensor& dy) {
     Tensor dx = Tensor::empty_like(y);
-    relu_backward(y, dy, dx);
+    relu_backward(y, dy, dx, cap);
     in[0].add_grad(dx);
   };
   return Variable(y, {x}, backward);
+}
+
+std::string ReLU::describe() const {
+  if (cap_ == kNoCap) return "ReLU";
+  std::ostringstream out;
+  out << "ReLU" << cap_;
+  return out.str();
 }
 
 }  // namespace tunecnn

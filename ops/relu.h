@@ -1,23 +1,39 @@
 #pragma once
-// Rectified linear unit, y = max(x, 0).
+// Rectified linear unit, y = max(x, 0), optionally capped at the top: ReLU6 (MobileNet's, from
+// TensorFlow) is y = min(max(x, 0), 6).
+#include <limits>
+#include <string>
+
 #include "core/module.h"
 
 namespace tunecnn {
 
-void relu_forward(const Tensor& x, Tensor& y);
-// dx = dy where y > 0, else 0. Takes the output: it is what the next layer keeps alive anyway.
-void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+inline constexpr double kNoCap = std::numeric_limits<double>::infinity();
 
-Variable relu(const Variable& x);
+void relu_forward(const Tensor& x, Tensor& y, double cap = kNoCap);
+// dx = dy where 0 < y < cap, else 0. Takes the output: it is what the next layer keeps alive
+// anyway, and y hits 0 or cap exactly where x is outside (0, cap).
+void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap = kNoCap);
+
+Variable relu(const Variable& x, double cap = kNoCap);
 
 class ReLU : public Module {
  public:
-  Variable forward(const Variable& input) override { return relu(input); }
+  explicit ReLU(double cap = kNoCap) : cap_(cap) {}
+  Variable forward(const Variable& input) override { return relu(input, cap_); }
   // Elementwise: any memory order, kept.
   std::vector<Layout> input_layouts(const Shape&) const override {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
   }
-  std::string describe() const override { return "ReLU"; }
+  std::string describe() const override;  // "ReLU", or "ReLU6" for a cap of 6
+
+ private:
+  double cap_;
+};
+
+class ReLU6 : public ReLU {
+ public:
+  ReLU6() : ReLU(6.0) {}
 };
 
 }  // namespace tunecnn

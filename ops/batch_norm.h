@@ -1,0 +1,42 @@
+#pragma once
+// Batch normalisation over the channels of [N, C, H, W] activations (Ioffe and Szegedy 2015), in
+// any of the three memory orders: a channel's values are read where the layout puts them, so the
+// layer never converts its input. Training mode normalises with the batch's statistics and
+// updates the running ones; evaluation mode normalises with the running statistics.
+#include <string>
+#include <vector>
+
+#include "core/module.h"
+
+namespace tunecnn {
+
+struct BatchNormOptions {
+  double momentum = 0.1;  // running = (1 - momentum) * running + momentum * batch (PyTorch's rule)
+  double eps = 1e-5;
+};
+
+// `running_mean` and `running_var` ([C], the input's dtype) are read in evaluation mode and
+// updated in place in training mode (the variance unbiased, as PyTorch keeps it). `gamma` and
+// `beta` are [C] Variables. The output has the input's layout.
+Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
+                    Tensor& running_mean, Tensor& running_var, bool training,
+                    const BatchNormOptions& options = {});
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int channels, BatchNormOptions options = {});
+  Variable forward(const Variable& input) override;
+  // Per-channel statistics read in place: any memory order, kept.
+  std::vector<Layout> input_layouts(const Shape&) const override {
+    return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+  }
+  std::string describe() const override;  // "BatchNorm2d(64)"
+
+ private:
+  int channels_;
+  BatchNormOptions options_;
+  Variable gamma_, beta_;           // parameters "weight" (ones) and "bias" (zeros)
+  Tensor running_mean_, running_var_;  // buffers "running_mean" (zeros), "running_var" (ones)
+};
+
+}  // namespace tunecnn

@@ -1,0 +1,22 @@
+#pragma once
+// Global average pooling: [N, C, H, W] in any memory order -> [N, C], the mean of each channel
+// plane (MobileNet's last spatial layer, before the classifier).
+#include <string>
+#include <vector>
+
+#include "core/module.h"
+
+namespace tunecnn {
+
+Variable global_avg_pool(const Variable& x);
+
+class GlobalAvgPool : public Module {
+ public:
+  Variable forward(const Variable& input) override { return global_avg_pool(input); }
+  std::vector<Layout> input_layouts(const Shape&) const override {
+    return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+  }
+  std::string describe() const override { return "GlobalAvgPool"; }
+};
+
+}  // namespace tunecnn
