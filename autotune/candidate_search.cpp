@@ -203,7 +203,7 @@ void CandidateSearch::try_trial(const SolverTrial& trial) {
   std::vector<TuneConfig> configs;
   for (const TuneConfig& config : trial.configs)  // over budget: not recorded
     if (workspace_of(trial, config) <= options_.max_workspace_bytes) configs.push_back(config);
-  if (options_.config_search == TunerOptions::ConfigSearch::exhaustive)
+  if (trial.sweep || options_.config_search == TunerOptions::ConfigSearch::exhaustive)
     for (const TuneConfig& config : configs) try_candidate(trial, config);
   else
     climb(trial, configs);

@@ -68,6 +68,7 @@ struct SolverTrial {
   std::string solver;  // its stable name
   Layout layout = Layout::NCHW;
   std::vector<TuneConfig> configs;  // the first is the default, where hill-climbing starts
+  bool sweep = false;  // time every config whatever options.config_search says (the solver asks)
   std::function<std::size_t(const TuneConfig&)> workspace_bytes;  // empty: none
   // Empty when the candidate agrees with the reference, else what went wrong. An empty function
   // means the solver is the reference itself and is not checked.
@@ -83,8 +84,8 @@ class CandidateSearch {
   // `what` names the problem kind in messages ("conv", "pool", "softmax").
   CandidateSearch(std::string key, std::string what, const TunerOptions& options);
 
-  // Every config (exhaustive) or a hill-climb from the first, per options.config_search; configs
-  // over the workspace budget are skipped and not recorded.
+  // Every config (exhaustive, or a trial that asks for a sweep) or a hill-climb from the first,
+  // per options.config_search; configs over the workspace budget are skipped and not recorded.
   void try_trial(const SolverTrial& trial);
   // Exactly these configs of the trial, in order (another device's shortlist under verify).
   void try_configs(const SolverTrial& trial, const std::vector<TuneConfig>& configs);

@@ -115,6 +115,7 @@ class ConvSearch {
     t.solver = std::string(solver.name());
     t.layout = layout;
     t.configs = solver.configs(problem_);
+    t.sweep = solver.sweep_configs();
     t.workspace_bytes = [this, &solver](const TuneConfig& c) { return solver.workspace_bytes(problem_, c); };
     if (!is_direct(solver))
       t.verify = [this, &solver, layout](const TuneConfig& c) { return verify(solver, layout, c); };

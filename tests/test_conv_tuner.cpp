@@ -2,6 +2,7 @@
 // verification against the reference, and that the chosen plan runs. No real-time assertions.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 
 #include "autotune/conv_tuner.h"
@@ -319,6 +320,45 @@ TEST(ConvTuner, PlanFromEntryRejectsUnknownSolvers) {
     FAIL() << "no throw";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("renamed_solver"), std::string::npos);
+  }
+}
+
+// A tunable whose cost dips twice: {1: 2 ms, 2: 3 ms, 3: 1 ms}. Hill-climbing from 1 stops at
+// once (2 is slower); a solver that asks for a sweep gets every config timed.
+class DippingConfigSolver final : public ConvSolver {
+ public:
+  DippingConfigSolver(FakeClock& clock, bool sweep) : clock_(clock), sweep_(sweep) {}
+  std::string_view name() const override { return "dipping"; }
+  bool applicable(const ConvProblem& p, std::string* why) const override {
+    return find_conv_solver("im2col_gemm")->applicable(p, why);
+  }
+  std::vector<TuneConfig> configs(const ConvProblem&) const override {
+    return {TuneConfig{{{"S", 1}}}, TuneConfig{{{"S", 2}}}, TuneConfig{{{"S", 3}}}};
+  }
+  bool sweep_configs() const override { return sweep_; }
+  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
+    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
+  }
+  void run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
+           Workspace ws) const override {
+    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
+    clock_.now += std::array<double, 3>{2e-3, 3e-3, 1e-3}.at(config.get("S", 1) - 1);
+  }
+
+ private:
+  FakeClock& clock_;
+  bool sweep_;
+};
+
+TEST(ConvTuner, SolversAskingForASweepGetEveryConfigTimed) {
+  for (const bool sweep : {false, true}) {
+    Harness h;
+    DippingConfigSolver solver(h.clock, sweep);
+    TunerOptions o = h.options();
+    o.solvers = {&solver};
+    const TuningEntry e = tune_conv(kSmall, o);
+    EXPECT_EQ(e.candidates.size(), sweep ? 3u : 2u) << "sweep " << sweep;
+    EXPECT_EQ(e.config.get("S", 0), sweep ? 3 : 1) << "sweep " << sweep;
   }
 }
 

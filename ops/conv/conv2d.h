@@ -32,6 +32,11 @@ class Conv2d : public Module {
          int groups = 1, bool bias = true);
   Variable forward(const Variable& input) override;
   std::string describe() const override;
+  int in_channels() const { return in_channels_; }
+  int out_channels() const { return out_channels_; }
+  int kernel() const { return kernel_; }
+  const ConvGeometry& geometry() const { return geo_; }
+  bool depthwise() const { return geo_.groups > 1 && geo_.groups == in_channels_; }
 
   void set_planner(std::shared_ptr<ConvPlanner> planner);  // forgets the cached plans
   // The forward problem for an f32 input of this shape.

@@ -42,6 +42,9 @@ class ConvSolver {
   virtual bool applicable(const ConvProblem& problem, std::string* why) const = 0;
   virtual std::vector<Layout> layouts(const ConvProblem&) const { return {Layout::NCHW}; }
   virtual std::vector<TuneConfig> configs(const ConvProblem&) const { return {TuneConfig{}}; }
+  // True when the tuner should time every config (a sweep) rather than hill-climb from the first:
+  // for a tunable whose cost curve may have several dips, such as the depthwise group size.
+  virtual bool sweep_configs() const { return false; }
   virtual std::size_t workspace_bytes(const ConvProblem&, const TuneConfig&) const { return 0; }
   virtual void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
                    Workspace workspace) const = 0;
