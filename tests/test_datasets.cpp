@@ -1,5 +1,7 @@
 // The idx reader and MNIST loader against the real files and against damaged copies written
-// here, and the DataLoader's ordering, resume, error and shutdown guarantees on tiny datasets.
+// here, the DataLoader's ordering, resume, error and shutdown guarantees on tiny datasets, and the
+// image folder reader on imagenette-mini, on PNGs written here with known pixels, and on folders
+// with a corrupt file, no good file, or no folder at all.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -13,10 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include <tbb/global_control.h>
+
 #include "core/error.h"
 #include "datasets/data_loader.h"
 #include "datasets/idx.h"
 #include "datasets/image_dataset.h"
+#include "datasets/image_folder.h"
 #include "datasets/mnist.h"
 #include "tests/support/test_data.h"
 
@@ -545,6 +550,236 @@ TEST(DataLoader, MisuseIsAnError) {
   DataLoader loader(data, {.batch_size = 2});
   Batch batch;
   EXPECT_THROW(loader.next(batch), Error);
+}
+
+// ---- image folders ----
+
+const fs::path kImagenette = testing::shared_data_dir() / "imagenette-mini";
+const fs::path kGoodJpeg = kImagenette / "train" / "n01440764" / "ILSVRC2012_val_00000293.JPEG";
+const float kImagenetMean[] = {0.485f, 0.456f, 0.406f};
+const float kImagenetStd[] = {0.229f, 0.224f, 0.225f};
+
+// One example's pixels back as 0..255 (CHW), undoing the ImageNet normalisation.
+std::vector<double> pixels_of(const Dataset& data, std::int64_t index) {
+  const Shape shape = data.example_shape();
+  std::vector<float> values(shape_numel(shape));
+  data.get(index, values.data());
+  const std::size_t plane = values.size() / 3;
+  std::vector<double> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::size_t c = i / plane;
+    out[i] = (values[i] * kImagenetStd[c] + kImagenetMean[c]) * 255.0;
+  }
+  return out;
+}
+
+// A PNG of 8-bit pixels, rows of `channels` interleaved values (1 gray, 3 RGB, 4 RGBA).
+Bytes png_bytes(int width, int height, int channels, const Bytes& pixels) {
+  const auto chunk = [](Bytes& out, const char* type, const Bytes& data) {
+    append_be32(out, static_cast<std::uint32_t>(data.size()));
+    Bytes body(type, type + 4);
+    body.insert(body.end(), data.begin(), data.end());
+    out.insert(out.end(), body.begin(), body.end());
+    append_be32(out, static_cast<std::uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
+  };
+  Bytes header;
+  append_be32(header, static_cast<std::uint32_t>(width));
+  append_be32(header, static_cast<std::uint32_t>(height));
+  const std::uint8_t colour_type = channels == 1 ? 0 : channels == 3 ? 2 : 6;
+  header.insert(header.end(), {8, colour_type, 0, 0, 0});
+  Bytes rows;  // each row prefixed with filter type 0 (none)
+  const std::size_t stride = static_cast<std::size_t>(width) * channels;
+  for (int y = 0; y < height; ++y) {
+    rows.push_back(0);
+    rows.insert(rows.end(), pixels.begin() + y * stride, pixels.begin() + (y + 1) * stride);
+  }
+  uLongf size = compressBound(rows.size());
+  Bytes compressed(size);
+  EXPECT_EQ(compress(compressed.data(), &size, rows.data(), rows.size()), Z_OK);
+  compressed.resize(size);
+  Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  chunk(out, "IHDR", header);
+  chunk(out, "IDAT", compressed);
+  chunk(out, "IEND", {});
+  return out;
+}
+
+Bytes solid(int width, int height, const Bytes& colour) {
+  Bytes pixels;
+  for (int i = 0; i < width * height; ++i) pixels.insert(pixels.end(), colour.begin(), colour.end());
+  return pixels;
+}
+
+struct Warnings {
+  std::vector<std::string> messages;
+  ImageFolderOptions options(int side) {
+    return {.side = side, .warn = [this](std::string_view m) { messages.emplace_back(m); }};
+  }
+};
+
+TEST(ImageFolderReal, ImagenetteMiniHasItsSizesClassesAndOrder) {
+  Warnings warnings;
+  auto train = load_image_folder(kImagenette, "train", warnings.options(128));
+  auto val = load_image_folder(kImagenette, "val", warnings.options(128));
+  EXPECT_TRUE(warnings.messages.empty()) << warnings.messages.front();
+  EXPECT_EQ(train->size(), 160);
+  EXPECT_EQ(val->size(), 40);
+  EXPECT_EQ(train->num_classes(), 10);
+  EXPECT_EQ(val->num_classes(), 10);
+  EXPECT_EQ(train->example_shape(), (Shape{3, 128, 128}));
+  EXPECT_EQ(train->describe(), "imagenette-mini train, 160 images 3x128x128, 10 classes, 0 skipped");
+  EXPECT_EQ(val->describe(), "imagenette-mini val, 40 images 3x128x128, 10 classes, 0 skipped");
+  // Classes are the sorted folder names and files come class by class: 16 of each, in order.
+  for (std::int64_t i = 0; i < train->size(); ++i) EXPECT_EQ(train->labels()[i], i / 16) << i;
+  for (std::int64_t i = 0; i < val->size(); ++i) EXPECT_EQ(val->labels()[i], i / 4) << i;
+}
+
+TEST(ImageFolderReal, ValuesAreNormalisedBytes) {
+  auto train = load_image_folder(kImagenette, "train", {.side = 64, .warn = {}});
+  double sum[3] = {0, 0, 0};
+  for (std::int64_t i = 0; i < train->size(); ++i) {
+    const std::vector<double> pixels = pixels_of(*train, i);
+    const std::size_t plane = pixels.size() / 3;
+    for (std::size_t j = 0; j < pixels.size(); ++j) {
+      ASSERT_NEAR(pixels[j], std::round(pixels[j]), 1e-3) << "example " << i;
+      ASSERT_GE(std::round(pixels[j]), 0);
+      ASSERT_LE(std::round(pixels[j]), 255);
+      sum[j / plane] += pixels[j] / 255.0;
+    }
+  }
+  // Natural photographs: each channel's mean lands near ImageNet's.
+  for (int c = 0; c < 3; ++c)
+    EXPECT_NEAR(sum[c] / (train->size() * 64.0 * 64.0), kImagenetMean[c], 0.1) << "channel " << c;
+}
+
+TEST(ImageFolderReal, GrayscaleJpegsDecodeAsRgb) {
+  const std::vector<fs::path> gray = {
+      kImagenette / "train/n02979186/ILSVRC2012_val_00006787.JPEG",
+      kImagenette / "train/n03445777/ILSVRC2012_val_00007755.JPEG",
+      kImagenette / "train/n03445777/ILSVRC2012_val_00012634.JPEG",
+      kImagenette / "val/n03028079/ILSVRC2012_val_00003351.JPEG",
+      kImagenette / "val/n03028079/ILSVRC2012_val_00007400.JPEG",
+      kImagenette / "val/n03394916/ILSVRC2012_val_00003620.JPEG"};
+  testing::TempDir dir;
+  fs::create_directories(dir.path() / "train" / "gray");
+  fs::create_directories(dir.path() / "train" / "colour");
+  for (const fs::path& file : gray) fs::copy_file(file, dir.path() / "train" / "gray" / file.filename());
+  fs::copy_file(kGoodJpeg, dir.path() / "train" / "colour" / kGoodJpeg.filename());
+  auto data = load_image_folder(dir.path(), "train", {.side = 96, .warn = {}});
+  ASSERT_EQ(data->size(), 7);
+  EXPECT_EQ(data->example_shape(), (Shape{3, 96, 96}));
+  const std::size_t plane = 96 * 96;
+  for (std::int64_t i = 0; i < data->size(); ++i) {
+    const std::vector<double> pixels = pixels_of(*data, i);
+    double differences = 0;
+    for (std::size_t j = 0; j < plane; ++j)
+      differences += std::abs(pixels[j] - pixels[plane + j]) + std::abs(pixels[j] - pixels[2 * plane + j]);
+    if (data->labels()[i] == 1)  // "gray" sorts after "colour"
+      EXPECT_LT(differences, 1e-3 * plane) << "example " << i << ": R, G and B differ";
+    else
+      EXPECT_GT(differences, 10.0 * plane) << "the colour photograph came out gray";
+  }
+}
+
+TEST(ImageFolder, GrayRgbAndRgbaPngsOfAnyShapeGiveTheirColour) {
+  testing::TempDir dir;
+  const fs::path cls = dir.path() / "train" / "a";
+  fs::create_directories(cls);
+  write_plain(cls / "1_gray.png", png_bytes(50, 70, 1, solid(50, 70, {77})));
+  write_plain(cls / "2_rgb.PNG", png_bytes(100, 60, 3, solid(100, 60, {10, 200, 30})));
+  write_plain(cls / "3_rgba.png", png_bytes(33, 33, 4, solid(33, 33, {250, 0, 128, 0})));
+  write_plain(cls / "4_notes.txt", {'h', 'i'});  // not an image: ignored without a warning
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  EXPECT_TRUE(warnings.messages.empty());
+  ASSERT_EQ(data->size(), 3);
+  const double expected[3][3] = {{77, 77, 77}, {10, 200, 30}, {250, 0, 128}};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<double> pixels = pixels_of(*data, i);
+    for (std::size_t j = 0; j < pixels.size(); ++j)
+      ASSERT_NEAR(pixels[j], expected[i][j / (32 * 32)], 1e-3) << "image " << i << " value " << j;
+  }
+}
+
+// A 300x150 image, red on the left half and blue on the right: the shorter side is resized to
+// round(32 * 256 / 224) = 37, the longer to 74, and the centre 32 columns straddle the edge
+// evenly, 16 red and 16 blue.
+TEST(ImageFolder, WideImageIsResizedAndCentreCropped) {
+  Bytes pixels;
+  for (int y = 0; y < 150; ++y)
+    for (int x = 0; x < 300; ++x) {
+      const Bytes colour = x < 150 ? Bytes{255, 0, 0} : Bytes{0, 0, 255};
+      pixels.insert(pixels.end(), colour.begin(), colour.end());
+    }
+  testing::TempDir dir;
+  fs::create_directories(dir.path() / "val" / "only");
+  write_plain(dir.path() / "val" / "only" / "wide.png", png_bytes(300, 150, 3, pixels));
+  auto data = load_image_folder(dir.path(), "val", {.side = 32, .warn = {}});
+  const std::vector<double> out = pixels_of(*data, 0);
+  for (int y = 0; y < 32; ++y)
+    for (int x = 0; x < 32; ++x) {
+      const double red = out[y * 32 + x], blue = out[2 * 32 * 32 + y * 32 + x];
+      ASSERT_NEAR(red, x < 16 ? 255 : 0, 1e-3) << "x " << x << " y " << y;
+      ASSERT_NEAR(blue, x < 16 ? 0 : 255, 1e-3) << "x " << x << " y " << y;
+    }
+}
+
+TEST(ImageFolder, CorruptFileIsSkippedWithOneWarningNamingIt) {
+  testing::TempDir dir;
+  const fs::path split = dir.path() / "train";
+  fs::create_directories(split / "a_empty");
+  fs::create_directories(split / "b");
+  fs::copy_file(kGoodJpeg, split / "b" / "good.JPEG");
+  Bytes truncated = read_all(kGoodJpeg);
+  truncated.resize(truncated.size() / 2);
+  write_plain(split / "b" / "bad.JPEG", truncated);
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(64));
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find((split / "b" / "bad.JPEG").string()), std::string::npos)
+      << warnings.messages[0];
+  EXPECT_EQ(data->size(), 1);
+  EXPECT_EQ(data->num_classes(), 2);  // the empty class folder still takes label 0
+  EXPECT_EQ(data->labels()[0], 1);
+  EXPECT_NE(data->describe().find("1 images 3x64x64, 2 classes, 1 skipped"), std::string::npos)
+      << data->describe();
+}
+
+TEST(ImageFolder, FolderWithNoDecodableImageIsAnErrorNamingIt) {
+  testing::TempDir dir;
+  const fs::path cls = dir.path() / "train" / "a";
+  fs::create_directories(cls);
+  write_plain(cls / "x.jpg", {0xff, 0xd8, 0xff, 0x00, 0x01});
+  write_plain(cls / "y.png", {'n', 'o', 't', ' ', 'a', ' ', 'p', 'n', 'g'});
+  Warnings warnings;
+  expect_error([&] { load_image_folder(dir.path(), "train", warnings.options(32)); },
+               {(dir.path() / "train").string(), "none of its 2 images could be decoded"});
+  EXPECT_EQ(warnings.messages.size(), 2u);
+}
+
+TEST(ImageFolder, MissingOrEmptyFoldersAreErrors) {
+  testing::TempDir dir;
+  expect_error([&] { load_image_folder(dir.path(), "train"); },
+               {(dir.path() / "train").string(), "does not exist"});
+  fs::create_directories(dir.path() / "val");
+  expect_error([&] { load_image_folder(dir.path(), "val"); },
+               {(dir.path() / "val").string(), "no class folders"});
+  fs::create_directories(dir.path() / "val" / "a");
+  expect_error([&] { load_image_folder(dir.path(), "val"); },
+               {(dir.path() / "val").string(), "holds no images"});
+}
+
+TEST(ImageFolderReal, SameExamplesWhateverTheThreadCount) {
+  auto parallel = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
+  std::shared_ptr<ImageDataset> serial;
+  {
+    tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+    serial = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
+  }
+  ASSERT_EQ(serial->size(), parallel->size());
+  EXPECT_EQ(serial->labels(), parallel->labels());
+  for (std::int64_t i = 0; i < serial->size(); ++i)
+    ASSERT_EQ(pixels_of(*serial, i), pixels_of(*parallel, i)) << "example " << i;
 }
 
 }  // namespace
