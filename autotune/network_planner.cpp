@@ -31,6 +31,28 @@ void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainL
                  {}, {}});
 }
 
+// Puts a module tree in evaluation mode and, when it ends, each module back in the mode it had
+// (pre-order, so a child's own mode wins over its parent's recursive train()).
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(Module& root) {
+    record(root);
+    root.eval();
+  }
+  ~EvalModeScope() {
+    for (const auto& [module, training] : modes_) module->train(training);
+  }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  std::vector<std::pair<Module*, bool>> modes_;
+  void record(Module& module) {
+    modes_.emplace_back(&module, module.is_training());
+    for (const auto& [name, child] : module.children()) record(*child);
+  }
+};
+
 // Each layer's input shape, from a forward pass on one example of zeros in which conv layers are
 // not run (their output shape follows from the problem), so tracing costs almost nothing and
 // needs no plan. Only the batch dimension depends on the batch size. Returns the network's output
@@ -119,7 +141,11 @@ NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std
 NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, LayerUse use) {
   std::vector<ChainLayer> chain;
   flatten_chain(model, "", chain);
-  const Shape output = trace_shapes(chain, input_shape);
+  // In training mode BatchNorm would fold the trace's zeros into its running statistics.
+  const Shape output = [&] {
+    EvalModeScope eval(model);
+    return trace_shapes(chain, input_shape);
+  }();
 
   std::vector<ConvProblem> problems;
   std::vector<PoolProblem> pool_problems;
