@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/batch_norm.h"
 #include "ops/dropout.h"
 #include "ops/flatten.h"
+#include "ops/global_avg_pool.h"
+#include "ops/layout/to_layout.h"
 #include "ops/linear.h"
 #include "ops/pool/pool2d.h"
 #include "ops/relu.h"
@@ -37,6 +40,16 @@ Tensor away_from_zero(const Shape& shape, std::uint64_t seed) {
   return t;
 }
 
+constexpr Layout kLayouts[] = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
+
+// Runs `op` on the input converted to `layout` and converts its output back, so the check's NCHW
+// inputs and probe meet the op in that layout.
+template <class Op>
+Variable in_layout(const Variable& x, Layout layout, Op op) {
+  Variable y = op(to_layout(x, layout));
+  return y.data().ndim() == 4 ? to_layout(y, Layout::NCHW) : y;
+}
+
 TEST(Gradcheck, Linear) {
   Rng rng(1);
   const auto fn = [](const std::vector<Variable>& in) { return linear(in[0], in[1], in[2]); };
@@ -55,6 +68,59 @@ TEST(Gradcheck, LinearWithoutBias) {
 TEST(Gradcheck, Relu) {
   const auto fn = [](const std::vector<Variable>& in) { return relu(in[0]); };
   EXPECT_TRUE(gradcheck(fn, {away_from_zero({3, 7}, 3)}));
+}
+
+TEST(Gradcheck, Relu6AwayFromTheKinks) {
+  Tensor x = away_from_zero({3, 8}, 20);
+  // Every third value moved into (6.1, 6.9): the capped side, away from the kink at 6.
+  for (std::int64_t i = 0; i < x.numel(); i += 3)
+    x.data<double>()[i] = 6.5 + 0.4 * x.data<double>()[i];
+  const auto fn = [](const std::vector<Variable>& in) { return relu(in[0], 6.0); };
+  EXPECT_TRUE(gradcheck(fn, {x}));
+}
+
+TEST(Gradcheck, BatchNormTrainingInEveryLayout) {
+  for (Layout layout : kLayouts) {
+    Rng rng(21);
+    const auto fn = [layout](const std::vector<Variable>& in) {
+      return in_layout(in[0], layout, [&](const Variable& x) {
+        Tensor mean = Tensor::zeros({3}, DType::f64), var = Tensor::full({3}, 1.0, DType::f64);
+        return batch_norm(x, in[1], in[2], mean, var, true);
+      });
+    };
+    EXPECT_TRUE(gradcheck(
+        fn, {random_tensor({2, 3, 3, 2}, rng, DType::f64, -1.0, 2.0),
+             random_tensor({3}, rng, DType::f64, 0.5, 1.5), random_tensor({3}, rng, DType::f64)}))
+        << to_string(layout);
+  }
+}
+
+TEST(Gradcheck, BatchNormEvalInEveryLayout) {
+  for (Layout layout : kLayouts) {
+    Rng rng(22);
+    const Tensor mean = random_tensor({3}, rng, DType::f64);
+    const Tensor var = random_tensor({3}, rng, DType::f64, 0.5, 2.0);
+    const auto fn = [layout, mean, var](const std::vector<Variable>& in) {
+      return in_layout(in[0], layout, [&](const Variable& x) {
+        Tensor m = mean, v = var;
+        return batch_norm(x, in[1], in[2], m, v, false);
+      });
+    };
+    EXPECT_TRUE(gradcheck(
+        fn, {random_tensor({2, 3, 2, 3}, rng, DType::f64),
+             random_tensor({3}, rng, DType::f64, 0.5, 1.5), random_tensor({3}, rng, DType::f64)}))
+        << to_string(layout);
+  }
+}
+
+TEST(Gradcheck, GlobalAvgPoolInEveryLayout) {
+  for (Layout layout : kLayouts) {
+    Rng rng(23);
+    const auto fn = [layout](const std::vector<Variable>& in) {
+      return in_layout(in[0], layout, [](const Variable& x) { return global_avg_pool(x); });
+    };
+    EXPECT_TRUE(gradcheck(fn, {random_tensor({2, 3, 2, 3}, rng, DType::f64)})) << to_string(layout);
+  }
 }
 
 TEST(Gradcheck, FlattenThenLinear) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -8,6 +9,8 @@
 #include "core/tensor_math.h"
 #include "ops/dropout.h"
 #include "ops/flatten.h"
+#include "ops/global_avg_pool.h"
+#include "ops/layout/reference.h"
 #include "ops/linear.h"
 #include "ops/pool/pool2d.h"
 #include "ops/pool/registry.h"
@@ -134,6 +137,23 @@ TEST(Relu, LargeTensorAcrossTasksInFloat) {
   const float* px = x.data<float>();
   const float* py = y.data<float>();
   for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(py[i], px[i] > 0 ? px[i] : 0.0f);
+}
+
+TEST(Relu6, ClampsAtZeroAndSixAndKeepsNaN) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    const std::vector<double> raw{-3, -0.0, 0.25, 5.5, 6, 6.5, 1e9, std::nan("")};
+    Tensor x = Tensor::empty({2, 4}, dt);
+    dispatch_dtype(dt, [&]<class T>() {
+      for (std::size_t i = 0; i < raw.size(); ++i) x.data<T>()[i] = static_cast<T>(raw[i]);
+    });
+    const std::vector<double> y = values(ReLU6()(Variable(x)).data());
+    for (std::size_t i = 0; i + 1 < raw.size(); ++i)
+      EXPECT_EQ(y[i], std::min(std::max(raw[i], 0.0), 6.0)) << "element " << i;
+    EXPECT_TRUE(std::isnan(y.back()));
+    expect_values(grad_of_ones(x, [](const Variable& v) { return relu(v, 6.0); }),
+                  {0, 0, 1, 1, 0, 0, 0, 0});
+  }
+  EXPECT_EQ(ReLU6().describe(), "ReLU6");
 }
 
 TEST(Flatten, IsAViewAndRoutesTheGradientBack) {
@@ -306,6 +326,36 @@ TEST(Pool, ModulesAndErrors) {
     MaxPool2d(5, 1)(Variable(Tensor::zeros({1, 1, 3, 3})));
   });
   EXPECT_NE(too_small.find("larger than the padded input"), std::string::npos) << too_small;
+}
+
+// Global average pooling
+
+TEST(GlobalAvgPool, MeansOfEachPlaneInEveryLayoutAndSpreadsTheGradient) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Rng rng(30);
+    const Shape shape{3, 5, 4, 7};
+    const Tensor x = random_tensor(shape, rng, dt);
+    const Tensor dy = random_tensor({3, 5}, rng, dt);
+    const std::vector<double> xv = values(x), dyv = values(dy);
+    std::vector<double> expected(15, 0.0), expected_dx(xv.size());
+    for (std::size_t i = 0; i < xv.size(); ++i) {
+      expected[i / 28] += xv[i] / 28;
+      expected_dx[i] = dyv[i / 28] / 28;
+    }
+    for (Layout layout : {Layout::NCHW, Layout::CHWN, Layout::NHWC}) {
+      Variable in(convert_layout_reference(x, layout), true);
+      Variable y = GlobalAvgPool()(in);
+      ASSERT_EQ(y.shape(), (Shape{3, 5}));
+      EXPECT_EQ(y.data().layout(), Layout::NCHW);
+      expect_values(y.data(), expected, dt == DType::f32 ? 1e-6 : 1e-12);
+      y.backward(dy);
+      EXPECT_EQ(in.grad().layout(), layout);
+      expect_values(convert_layout_reference(in.grad(), Layout::NCHW), expected_dx,
+                    dt == DType::f32 ? 1e-7 : 1e-15);
+    }
+  }
+  EXPECT_EQ(GlobalAvgPool().describe(), "GlobalAvgPool");
+  EXPECT_THROW(global_avg_pool(Variable(Tensor::zeros({2, 3}))), Error);
 }
 
 // Softmax cross-entropy
