@@ -2,40 +2,64 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "models/alexnet.h"
 #include "models/cifar_net.h"
 #include "models/lenet.h"
+#include "models/mobilenet.h"
 
 namespace tunecnn {
 namespace {
 using Builder = std::function<std::shared_ptr<Sequential>(const ModelOptions&, Rng&)>;
 
-const std::map<std::string, Builder>& builders() {
-  static const std::map<std::string, Builder> table = {
-      {"lenet", build_lenet},
-      {"cifar", build_cifar_net},
-      {"alexnet", build_alexnet},
+struct Entry {
+  Builder build;
+  Shape input;  // C, H, W the model is built for
+};
+
+// MobileNet is not in the table: its name carries a width and resolution
+// (mobilenet[-W[-R]], models/mobilenet.h), so it is parsed rather than looked up.
+const std::map<std::string, Entry>& fixed_models() {
+  static const std::map<std::string, Entry> table = {
+      {"lenet", {build_lenet, {1, 28, 28}}},
+      {"cifar", {build_cifar_net, {3, 24, 24}}},
+      {"alexnet", {build_alexnet, {3, 227, 227}}},
   };
   return table;
 }
+
+[[noreturn]] void fail_unknown(const std::string& name) {
+  std::string known;
+  for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  TUNECNN_FAIL("unknown model '", name, "' (known: ", known,
+               "; mobilenet also as mobilenet-W or mobilenet-W-R, e.g. mobilenet-0.5-128)");
+}
 }  // namespace
 
-std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options, Rng& rng) {
-  auto it = builders().find(name);
-  if (it == builders().end()) {
-    std::string known;
-    for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-    TUNECNN_FAIL("unknown model '", name, "' (known: ", known, ")");
-  }
-  return it->second(options, rng);
+std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options,
+                                        Rng& rng) {
+  if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name))
+    return build_mobilenet(*config, options, rng);
+  auto it = fixed_models().find(name);
+  if (it == fixed_models().end()) fail_unknown(name);
+  return it->second.build(options, rng);
 }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& [name, builder] : builders()) names.push_back(name);
+  for (const auto& [name, entry] : fixed_models()) names.push_back(name);
+  names.push_back("mobilenet");
   return names;
+}
+
+Shape model_input_shape(const std::string& name) {
+  if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name))
+    return {3, config->resolution, config->resolution};
+  auto it = fixed_models().find(name);
+  if (it == fixed_models().end()) fail_unknown(name);
+  return it->second.input;
 }
 
 }  // namespace tunecnn

@@ -1,6 +1,8 @@
 // The model builders: each model's conv layers have exactly the shapes conv_layers.txt lists for
 // its set (the shapes `bench conv` and the tuner measure), outputs are [batch, classes], the cifar
 // net trains a step without NaNs, and a wrong input shape is refused with the expected one named.
+// The registry: its names, each model's own input shape, unknown names. MobileNet itself is in
+// test_mobilenet.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -76,10 +78,51 @@ void expect_conv_layers_match(const std::string& model, const Shape& example, in
   }
 }
 
-TEST(Models, RegistryKnowsAllThree) {
+TEST(Models, RegistryKnowsAllFour) {
   const std::vector<std::string> names = model_names();
-  for (const char* name : {"lenet", "cifar", "alexnet"})
+  for (const char* name : {"lenet", "cifar", "alexnet", "mobilenet"})
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+}
+
+TEST(Models, EachModelNamesItsOwnInputShape) {
+  EXPECT_EQ(model_input_shape("lenet"), (Shape{1, 28, 28}));
+  EXPECT_EQ(model_input_shape("cifar"), (Shape{3, 24, 24}));
+  EXPECT_EQ(model_input_shape("alexnet"), (Shape{3, 227, 227}));
+  EXPECT_EQ(model_input_shape("mobilenet"), (Shape{3, 224, 224}));
+  EXPECT_EQ(model_input_shape("mobilenet-0.5"), (Shape{3, 224, 224}));
+  EXPECT_EQ(model_input_shape("mobilenet-0.25-128"), (Shape{3, 128, 128}));
+  EXPECT_EQ(model_input_shape("mobilenet-0.75-192"), (Shape{3, 192, 192}));
+  // Every listed model builds at its own shape.
+  for (const std::string& name : model_names())
+    EXPECT_EQ(error_of(name, options_for(model_input_shape(name))), "no error") << name;
+}
+
+TEST(Models, EveryMobileNetNameBuildsAndABadOneSaysWhy) {
+  for (const char* width : {"1.0", "0.75", "0.5", "0.25"})
+    for (const char* side : {"224", "192", "160", "128"}) {
+      const std::string name = std::string("mobilenet-") + width + "-" + side;
+      EXPECT_EQ(error_of(name, options_for(model_input_shape(name))), "no error") << name;
+    }
+  const std::string bad = error_of("mobilenet-0.3-128", options_for({3, 128, 128}));
+  EXPECT_NE(bad.find("unsupported width 0.3"), std::string::npos) << bad;
+}
+
+std::string input_shape_error(const std::string& model) {
+  try {
+    model_input_shape(model);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Models, UnknownModelIsAnErrorListingTheKnownOnes) {
+  for (const std::string& message :
+       {error_of("resnet", options_for({3, 224, 224})), input_shape_error("resnet")}) {
+    EXPECT_NE(message.find("unknown model 'resnet'"), std::string::npos) << message;
+    EXPECT_NE(message.find("alexnet, cifar, lenet, mobilenet"), std::string::npos) << message;
+    EXPECT_NE(message.find("mobilenet-0.5-128"), std::string::npos) << message;
+  }
 }
 
 TEST(Models, CifarConvLayersMatchTheShapesFile) {
