@@ -33,12 +33,14 @@ int bench_train(int argc, const char* const* argv) {
   cli.option("threads", "2", "CPU threads");
   cli.option("warmup", "5", "untimed steps first");
   cli.option("steps", "50", "timed steps");
-  cli.option("input", "1,28,28", "C,H,W of one example");
+  cli.option("input", "", "C,H,W of one example (default: the model's own, e.g. 1,28,28 for "
+                          "lenet, 3,128,128 for mobilenet-0.5-128)");
   cli.option("classes", "10", "number of classes");
   if (!cli.parse(argc, argv)) return 0;
   set_num_threads(cli.get_int("threads"));
   Rng rng(1);
-  const Shape input = parse_chw(cli.get("input"), "input");
+  const Shape input =
+      cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(cli.get("model"));
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   auto model = build_model(cli.get("model"), ModelOptions{input, classes}, rng);
   Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});

@@ -17,10 +17,15 @@ tunecnn::CommandLine make_command_line() {
   tunecnn::CommandLine cli("train", "Trains a convolutional network with SGD and reports test accuracy "
                                     "after every epoch.\nCtrl-C saves a checkpoint (with --checkpoint-dir) "
                                     "and stops; --resume continues from it.");
-  cli.option("model", "lenet", "model to train: " + models);
-  cli.option("data", "fashion-mnist", "data set: mnist or fashion-mnist");
+  cli.option("model", "lenet", "model to train: " + models + " (mobilenet-W-R: width W 1.0, "
+                               "0.75, 0.5 or 0.25, resolution R 224, 192, 160 or 128, e.g. "
+                               "mobilenet-0.5-128)");
+  cli.option("data", "fashion-mnist", "data set: mnist, fashion-mnist, or imagenet (an "
+                                      "ImageNet-style folder of JPEGs, cropped to the model's "
+                                      "input side)");
   cli.option("data-dir", "", "folder of the data set (default for fashion-mnist: "
-                             "/usr/share/datasets/fashion-mnist)");
+                             "/usr/share/datasets/fashion-mnist; for imagenet a folder holding "
+                             "train/ and val/, each with one folder of images per class)");
   cli.option("epochs", "2", "number of epochs");
   cli.option("batch-size", "64", "examples per step");
   cli.option("lr", "0.02", "initial learning rate");

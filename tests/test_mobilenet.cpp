@@ -1,13 +1,16 @@
 // MobileNet v1: the names it is known by, its layers one by one, output shapes at each
 // resolution, the parameter count of the published model, a few SGD steps on real imagenette
-// images that lower the loss, and the network planner leaving its BatchNorm statistics alone.
+// images that lower the loss, `train --data imagenet` cropping to the model's side, and the
+// network planner leaving its BatchNorm statistics alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "apps/training/trainer.h"
 #include "autotune/network_planner.h"
 #include "core/sgd.h"
 #include "core/tensor_math.h"
@@ -246,6 +249,39 @@ TEST(MobileNet, PlanningLeavesBatchNormStatisticsAndModesAlone) {
   EXPECT_TRUE(net->is_training());
   EXPECT_FALSE(net->layer(1).is_training());
   for (std::size_t i = 2; i < net->size(); ++i) EXPECT_TRUE(net->layer(i).is_training()) << i;
+}
+
+// The trainer takes the crop side from the model: 128 for mobilenet-0.25-128.
+TEST(MobileNet, TrainerRunsOnAnImageFolderAtTheModelsSide) {
+  TrainOptions o;
+  o.model = "mobilenet-0.25-128";
+  o.data = "imagenet";
+  o.data_dir = testing::shared_data_dir() / "imagenette-mini";
+  o.epochs = 1;
+  o.batch_size = 16;
+  o.train_limit = 64;
+  o.quiet = false;
+  std::ostringstream out;
+  const TrainResult r = train(o, out);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  ASSERT_EQ(r.epochs.size(), 1u);
+  EXPECT_TRUE(std::isfinite(r.epochs[0].train_loss));
+  EXPECT_TRUE(std::isfinite(r.epochs[0].test_loss));
+  EXPECT_NE(out.str().find("imagenette-mini train, 160 images 3x128x128, 10 classes, 0 skipped"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("imagenette-mini val, 40 images 3x128x128"), std::string::npos);
+
+  o.data_dir.clear();
+  try {
+    train(o, out);
+    ADD_FAILURE() << "no error without --data-dir";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--data imagenet needs --data-dir DIR, a folder holding "
+                                         "train/ and val/"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

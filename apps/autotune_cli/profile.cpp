@@ -14,16 +14,18 @@ namespace tunecnn {
 namespace {
 
 // What a model needs to know of a data set: one example's shape and the number of classes.
-// train loads the data itself; profiling only needs the shapes.
+// train loads the data itself; profiling only needs the shapes. An image-folder set has no size
+// of its own: train crops it to the model's input side, so its example is 3 x side x side.
 struct DataShape {
   std::string_view name;
-  Shape example;
+  Shape example;  // {3, 0, 0} where the side is the model's
   int classes;
+  bool model_side = false;
 };
 const DataShape kDataShapes[] = {{"fashion-mnist", {1, 28, 28}, 10},
                                  {"mnist", {1, 28, 28}, 10},
                                  {"cifar10", {3, 24, 24}, 10},  // the training crops
-                                 {"imagenet", {3, 224, 224}, 1000}};
+                                 {"imagenet", {3, 0, 0}, 1000, true}};
 
 const DataShape& data_shape(const std::string& name) {
   std::string known;
@@ -32,6 +34,13 @@ const DataShape& data_shape(const std::string& name) {
     known += (known.empty() ? "" : ", ") + std::string(data.name);
   }
   throw UsageError("unknown --data '" + name + "' (expected " + known + ")");
+}
+
+// The example `train --data NAME --model MODEL` would feed the model.
+Shape example_shape(const DataShape& data, const std::string& model) {
+  if (!data.model_side) return data.example;
+  const Shape own = model_input_shape(model);  // an unknown model is an Error, as in build_model
+  return {data.example[0], own[1], own[2]};
 }
 
 std::size_t parse_bytes(const std::string& text) {
@@ -121,11 +130,14 @@ SubcommandLine profile_command_line() {
                      "pooling layer (forward, backward) of a model at one batch size, each distinct "
                      "problem once, picks each layer's solver and the network's layouts, and stores the measurements in the tuning "
                      "cache for `train`. Progress goes to stderr.");
-  cli.option("model", "lenet", "model to profile: " + models);
+  cli.option("model", "lenet", "model to profile: " + models + " (also mobilenet-W-R, e.g. "
+                               "mobilenet-0.5-128)");
   cli.option("batch", "64", "images per step, as `train --batch-size` will use");
   cli.option("data", "fashion-mnist",
              "data set giving the input shape and classes: fashion-mnist, mnist (1x28x28), "
-             "cifar10 (3x24x24 crops), imagenet (3x224x224, 1000 classes)");
+             "cifar10 (3x24x24 crops), imagenet (1000 classes, cropped to the model's input "
+             "side as `train` does: 3x224x224 for mobilenet, 3x128x128 for mobilenet-0.5-128, "
+             "3x227x227 for alexnet)");
   cli.option("tune", "cached",
              "cached (profile what the cache lacks), full (profile everything), verify (re-time "
              "the best candidates another device measured)");
@@ -165,12 +177,13 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
                                                   device.fields);
   DefaultPlannerScope scope(tuner);  // before the model is built: its conv layers take it
   Rng rng(1);
-  auto model = build_model(o.get("model"), ModelOptions{data.example, data.classes}, rng);
+  const Shape example = example_shape(data, o.get("model"));
+  auto model = build_model(o.get("model"), ModelOptions{example, data.classes}, rng);
   NetworkPlanner planner(tuner);
   planner.on_profile = [&err](int index, int count, const std::string& key) {
     err << "[" << index << "/" << count << "] " << key << "\n" << std::flush;
   };
-  Shape input = data.example;
+  Shape input = example;
   input.insert(input.begin(), batch);
   const NetworkPlanReport report = planner.plan(*model, input);
 

@@ -30,13 +30,6 @@ double now_s() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// The input a model is built for, unless --input says otherwise.
-std::string default_input(const std::string& model) {
-  if (model == "cifar") return "3,24,24";
-  if (model == "alexnet") return "3,227,227";
-  return "1,28,28";
-}
-
 void collect_layers(Module& module, std::vector<Conv2d*>& convs, std::vector<Pool2d*>& pools) {
   if (auto* conv = dynamic_cast<Conv2d*>(&module)) convs.push_back(conv);
   if (auto* pool = dynamic_cast<Pool2d*>(&module)) pools.push_back(pool);
@@ -122,7 +115,8 @@ int bench_plans(int argc, const char* const* argv) {
   if (!cli.parse(argc, argv)) return 0;
   set_num_threads(cli.get_int("threads"));
   const std::string model_name = cli.get("model");
-  const Shape input = parse_chw(cli.has("input") ? cli.get("input") : default_input(model_name), "input");
+  const Shape input =
+      cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model_name);
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   const bool own_cache = !cli.has("tune-cache");
 

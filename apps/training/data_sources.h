@@ -13,6 +13,9 @@ struct DataSplits {
 };
 
 std::filesystem::path default_data_dir(const std::string& data);  // empty when there is none
-DataSplits load_data(const std::string& data, const std::filesystem::path& dir);
+// mnist and fashion-mnist have a fixed size; "imagenet" (a folder DIR/train, DIR/val of class
+// folders of JPEGs, datasets/image_folder.h) is cropped to image_side x image_side, the side of
+// the model's input (models/registry.h model_input_shape).
+DataSplits load_data(const std::string& data, const std::filesystem::path& dir, int image_side);
 
 }  // namespace tunecnn

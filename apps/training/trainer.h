@@ -15,7 +15,7 @@ namespace tunecnn {
 
 struct TrainOptions {
   std::string model = "lenet";
-  std::string data = "fashion-mnist";
+  std::string data = "fashion-mnist";  // mnist, fashion-mnist or imagenet (data_sources.h)
   std::filesystem::path data_dir;  // empty: the data set's default location
   int epochs = 2;
   int batch_size = 64;
