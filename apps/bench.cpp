@@ -2,11 +2,16 @@
 // fixed random batch (no data loading), and prints the median. `bench conv` times every conv
 // solver on a set of layers side by side with PyTorch (apps/bench/conv_bench.h). `bench plans`
 // measures the autotuner's targets on a model (apps/bench/plan_bench.h). `bench layout`,
-// `bench pool` and `bench softmax` measure the memory-bound ops of Li et al. (PAPERS.md section 2).
+// `bench pool` and `bench softmax` measure the memory-bound ops of Li et al. (PAPERS.md section 2);
+// `bench depthwise` the depthwise methods of Qin et al. (section 3) on MobileNet.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "apps/bench/conv_bench.h"
+#include "apps/bench/depthwise_bench.h"
 #include "apps/bench/layout_bench.h"
 #include "apps/bench/plan_bench.h"
 #include "apps/bench/pool_bench.h"
@@ -14,6 +19,8 @@
 #include "apps/training/cli.h"
 #include "apps/training/step_timer.h"
 #include "autotune/fingerprint.h"
+#include "autotune/network_planner.h"
+#include "autotune/tuned_planner.h"
 #include "core/allocator.h"
 #include "core/init.h"
 #include "core/sgd.h"
@@ -36,6 +43,9 @@ int bench_train(int argc, const char* const* argv) {
   cli.option("input", "", "C,H,W of one example (default: the model's own, e.g. 1,28,28 for "
                           "lenet, 3,128,128 for mobilenet-0.5-128)");
   cli.option("classes", "10", "number of classes");
+  cli.option("tune", "off", "plan the layers with the autotuner before timing, as train does: off "
+                            "(the untuned defaults), cached, verify or full");
+  cli.option("tune-cache", "", "the tuning cache for --tune (default: train's)");
   if (!cli.parse(argc, argv)) return 0;
   set_num_threads(cli.get_int("threads"));
   Rng rng(1);
@@ -43,6 +53,15 @@ int bench_train(int argc, const char* const* argv) {
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(cli.get("model"));
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   auto model = build_model(cli.get("model"), ModelOptions{input, classes}, rng);
+  if (cli.get("tune") != "off") {
+    const std::map<std::string, std::string> fields = cpu_fingerprint().fields();
+    auto tuner = std::make_shared<TunedPlanner>(
+        parse_tune_policy(cli.get("tune")),
+        cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path(),
+        TunerOptions{}, device_id(fields), fields);
+    NetworkPlanner(tuner).plan(*model, {batch, input[0], input[1], input[2]});
+    std::cout << "# " << tuner->summary() << "\n";
+  }
   Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
   Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});
   uniform_fill(images, -1, 1, rng);
@@ -60,9 +79,9 @@ int bench_train(int argc, const char* const* argv) {
   const MemoryStats mem = allocator_for(Device::cpu).stats();
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   std::printf("result model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f max_ms=%.3f "
-              "images_per_s=%.1f peak_mb=%.1f\n",
+              "images_per_s=%.2f peak_mb=%.1f tune=%s\n",
               cli.get("model").c_str(), batch, num_threads(), 1e3 * t.median_s, 1e3 * t.min_s,
-              1e3 * t.max_s, batch / t.median_s, mem.peak_bytes / 1048576.0);
+              1e3 * t.max_s, batch / t.median_s, mem.peak_bytes / 1048576.0, cli.get("tune").c_str());
   return 0;
 }
 
@@ -78,7 +97,9 @@ void usage() {
                "  pool    pooling solvers and coarsening factors on the papers' pools "
                "(bench pool --help)\n"
                "  softmax fused softmax cross-entropy against the five-pass version "
-               "(bench softmax --help)\n";
+               "(bench softmax --help)\n"
+               "  depthwise  depthwise methods on MobileNet's layers and a MobileNet step split by "
+               "layer type (bench depthwise --help)\n";
 }
 
 }  // namespace
@@ -92,6 +113,7 @@ int main(int argc, char** argv) {
     if (command == "layout") return tunecnn::bench_layout(argc - 1, argv + 1);
     if (command == "pool") return tunecnn::bench_pool(argc - 1, argv + 1);
     if (command == "softmax") return tunecnn::bench_softmax(argc - 1, argv + 1);
+    if (command == "depthwise") return tunecnn::bench_depthwise(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";

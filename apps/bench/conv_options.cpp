@@ -12,6 +12,11 @@
 #endif
 
 namespace tunecnn {
+
+const char* default_pytorch_script() {
+  return TUNECNN_CONV_PYTORCH_SCRIPT;
+}
+
 namespace {
 
 std::string joined(const std::vector<std::string>& names) {
@@ -80,7 +85,7 @@ void declare_conv_bench_options(CommandLine& cli) {
   cli.option("csv", "", "write one row per layer x solver x config x direction to this file");
   cli.option("pytorch", "on", "time the same layers in PyTorch side by side: on or off");
   cli.option("python", "/usr/bin/python3", "the Python with torch (Debian's python3-torch)");
-  cli.option("pytorch-script", TUNECNN_CONV_PYTORCH_SCRIPT, "the PyTorch side's script");
+  cli.option("pytorch-script", default_pytorch_script(), "the PyTorch side's script");
   cli.flag("mec-memory",
            "print the MEC paper's lowered-matrix sizes (always on for --layers mec-paper)");
 }

@@ -31,6 +31,9 @@ void declare_conv_bench_options(CommandLine& cli);
 // Reads the parsed options; throws Error naming the option that is wrong.
 ConvBenchOptions conv_bench_options(const CommandLine& cli);
 
+// apps/bench/conv_pytorch.py in the source tree, the default --pytorch-script.
+const char* default_pytorch_script();
+
 // "fwd", "bwd-data" / "bwd_data", "bwd-weights" / "bwd_weights", "all", or a comma list of them.
 std::vector<Direction> parse_directions(const std::string& text);
 // A comma list of solver names, each checked against the CPU registry; "" or "all" gives {}.

@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Training throughput, tunecnn against PyTorch, side by side in one run.
+
+Both train the same network on a fixed random batch with SGD (momentum 0.9, weight decay 5e-4):
+LeNet as models/lenet.cpp builds it, or MobileNet v1 as models/mobilenet.cpp builds it (names
+mobilenet, mobilenet-0.5, mobilenet-0.5-128: width multiplier and input side; 3x3 stride-2 conv,
+13 depthwise-separable blocks with BatchNorm and ReLU6, global average pooling, 1000 classes).
+Rounds alternate between the two so that noise on the shared machine hits both alike; each round
+reports its median step time, and the summary gives the median over rounds and the ratio. The
+tunecnn side is `bench train`, which plans the model with the autotuner (--tune, --tune-cache)
+before timing. Uses Debian's python3-torch (run with /usr/bin/python3).
+
+    apps/bench/train_vs_pytorch.py --bench build/apps/bench --model lenet --batch-size 64
+    apps/bench/train_vs_pytorch.py --bench build/apps/bench --model mobilenet-1.0-128 --batch-size 16
+"""
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+MOBILENET_BLOCKS = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
+                    (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1)]
+
+
+def lenet(classes):
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
+        nn.Conv2d(16, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
+        nn.Flatten(), nn.Linear(16 * 7 * 7, 500), nn.ReLU(), nn.Linear(500, classes))
+
+
+def mobilenet_config(name):
+    """(width, resolution) of "mobilenet[-WIDTH[-RESOLUTION]]", as models/mobilenet.cpp reads it."""
+    parts = name.split("-")
+    width = float(parts[1]) if len(parts) > 1 else 1.0
+    side = int(parts[2]) if len(parts) > 2 else 224
+    return width, side
+
+
+def conv_bn(cin, cout, kernel, stride, groups=1):
+    return [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(cout), nn.ReLU6(inplace=True)]
+
+
+def mobilenet(width, classes):
+    scaled = lambda c: max(8, int(c * width))
+    layers = conv_bn(3, scaled(32), 3, 2)
+    cin = scaled(32)
+    for cout, stride in MOBILENET_BLOCKS:
+        layers += conv_bn(cin, cin, 3, stride, groups=cin) + conv_bn(cin, scaled(cout), 1, 1)
+        cin = scaled(cout)
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
+
+
+def build(model):
+    if model == "lenet":
+        return lenet(10), (1, 28, 28), 10
+    if model.startswith("mobilenet"):
+        width, side = mobilenet_config(model)
+        return mobilenet(width, 1000), (3, side, side), 1000
+    sys.exit(f"unknown model {model} (lenet, mobilenet[-WIDTH[-RESOLUTION]])")
+
+
+def torch_images_per_s(model_name, batch, warmup, steps):
+    torch.manual_seed(1)
+    model, shape, classes = build(model_name)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.rand(batch, *shape) * 2 - 1
+    y = torch.randint(0, classes, (batch,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return batch / statistics.median(times)
+
+
+def tunecnn_images_per_s(args):
+    _, _, classes = build(args.model)
+    command = [args.bench, "train", "--model", args.model, "--batch-size", str(args.batch_size),
+               "--classes", str(classes), "--threads", str(args.threads), "--warmup", str(args.warmup),
+               "--steps", str(args.steps), "--tune", args.tune]
+    if args.tune_cache:
+        command += ["--tune-cache", args.tune_cache]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    match = re.search(r"images_per_s=([0-9.]+)", out)
+    if not match:
+        sys.exit(f"unexpected output from {args.bench}:\n{out}")
+    return float(match.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", default="build/apps/bench", help="path to tunecnn's bench app")
+    parser.add_argument("--model", default="lenet", help="lenet or mobilenet[-WIDTH[-RESOLUTION]]")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--tune", default="cached", help="tunecnn's --tune policy (off, cached, full)")
+    parser.add_argument("--tune-cache", default="", help="tunecnn's tuning cache (default: its own)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # PyTorch defaults to 1 thread on this machine
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.model}, batch {args.batch_size}")
+    print("round  tunecnn img/s  pytorch img/s  ratio")
+    ours, theirs = [], []
+    for r in range(args.rounds):
+        ours.append(tunecnn_images_per_s(args))
+        theirs.append(torch_images_per_s(args.model, args.batch_size, args.warmup, args.steps))
+        print(f"{r + 1:5d}  {ours[-1]:13.1f}  {theirs[-1]:13.1f}  {ours[-1] / theirs[-1]:5.2f}", flush=True)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    print(f"median {a:13.1f}  {b:13.1f}  {a / b:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
