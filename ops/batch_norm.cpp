@@ -1,14 +1,15 @@
 // Batch normalisation over a [outer, C, inner] view of the input's memory: NCHW is outer N and
 // inner H*W, CHWN outer 1 and inner H*W*N, NHWC outer N*H*W and inner 1. Two loop shapes serve
-// the three layouts: with inner > 1 each (outer, channel) run is contiguous and is cut into
-// L1-sized pieces, a TBB unit each; with inner == 1 memory is rows of C, vectorised across the
-// channels, in fixed tasks of whole row blocks. Statistics are sound for large means at one pass
-// over memory: a piece's (mean, M2) comes from the corrected two-pass method while it sits in L1,
-// a row task's from deviations from its first block's mean, summed in T per block and in double
-// per task. Pieces and tasks fill their own partial slots, merged afterwards in memory order by
-// Chan et al.'s rule, so the results do not depend on scheduling. Training forward reads x twice
-// and writes y; backward reads x and dy twice and writes dx. The closure keeps the per-channel
-// mean and 1/std: x is the op's input, which the graph keeps anyway.
+// the three layouts. Runs: each (outer, channel) run of `inner` values is contiguous and is cut
+// into L1-sized pieces, a TBB unit each. Rows (NHWC, and short runs over many rows): memory is
+// `outer` rows of C * inner values, vectorised along the row, in fixed tasks of whole channels
+// by whole row blocks. Statistics are sums of deviations from a shift near the mean (a piece's
+// own mean while it sits in L1, the corrected two-pass method; for a task, its first block's
+// channel means), summed in T over a piece or block and in double beyond, so they are sound for
+// large means at one pass over memory. Pieces and tasks fill their own partial slots, merged
+// afterwards in memory order, so the results do not depend on scheduling. Training forward reads
+// x twice and writes y; backward reads x and dy twice and writes dx. The closure keeps the
+// per-channel mean and 1/std: x is the op's input, which the graph keeps anyway.
 #include "ops/batch_norm.h"
 
 #include <tbb/blocked_range.h>
@@ -29,9 +30,15 @@ namespace {
 
 // A piece of a run stays in L1 between the passes over it.
 constexpr std::int64_t kPieceBytes = 16 << 10;
-// Rows-shape reductions sum this many rows in the element type before adding into double, and
-// give each task about kTaskElements values in whole blocks; task partials merge in row order.
+// Runs shorter than this over at least kMinRows rows take the rows shape: per-run overheads
+// would outweigh the work (NCHW 16x1024x7x7 forward+backward: 1.3 ms as pieces, 1.0 ms as rows;
+// at 14x14 or at N < 8 pieces win).
+constexpr std::int64_t kMinRun = 64;
+constexpr std::int64_t kMinRows = 8;
+// The rows shape sums this many rows in the element type before adding into double; a task
+// spans whole channels of about kChunkColumns columns and about kTaskElements values.
 constexpr std::int64_t kBlockRows = 64;
+constexpr std::int64_t kChunkColumns = 1024;
 constexpr std::int64_t kTaskElements = 1 << 16;
 // Elementwise work below this size per task is cheaper than waking a second thread.
 constexpr std::int64_t kGrain = 1 << 15;
@@ -42,15 +49,19 @@ template <class T>
 using ConstVec = Eigen::Map<const Vec<T>>;
 template <class T>
 using MutVec = Eigen::Map<Vec<T>>;
-// `rows` rows of C channels: column r of the map is memory row r.
+// Rows of a task: column r of the map is a stretch of memory row r.
 template <class T>
-using ConstRows = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>>;
+using ConstRows =
+    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>>;
 template <class T>
-using MutRows = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>>;
+using MutRows =
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>>;
 
 struct View {
   std::int64_t outer, channels, inner;
   std::int64_t per_channel() const { return outer * inner; }
+  std::int64_t width() const { return channels * inner; }  // a row, in the rows shape
+  bool rows_shape() const { return inner == 1 || (inner < kMinRun && outer >= kMinRows); }
 };
 
 View view_of(const Tensor& x) {
@@ -66,7 +77,7 @@ View view_of(const Tensor& x) {
   TUNECNN_FAIL("batch_norm: unknown layout of ", x.describe());
 }
 
-// The inner > 1 shape: every run cut into `count` pieces of at most `length` elements, numbered
+// The runs shape: every run cut into `count` pieces of at most `length` elements, numbered
 // (outer, channel, piece) in memory order.
 struct Pieces {
   View v;
@@ -89,32 +100,83 @@ std::int64_t piece_elements() {
   return kPieceBytes / static_cast<std::int64_t>(sizeof(T));
 }
 
-// The inner == 1 shape's reduction tasks: rows [t * rows_per_task, (t + 1) * rows_per_task).
-struct RowTasks {
-  std::int64_t rows, rows_per_task, count;
-
-  explicit RowTasks(const View& v) : rows(v.outer) {
-    const std::int64_t blocks =
-        std::max<std::int64_t>(1, kTaskElements / (v.channels * kBlockRows));
-    rows_per_task = blocks * kBlockRows;
-    count = (rows + rows_per_task - 1) / rows_per_task;
-  }
-  std::int64_t begin(std::int64_t t) const { return t * rows_per_task; }
-  std::int64_t end(std::int64_t t) const { return std::min(rows, (t + 1) * rows_per_task); }
+// The rows shape: `outer` rows of C * inner values, a channel's values `inner` adjacent columns.
+// Tasks are (row range, channel range) rectangles, numbered row range first.
+struct RowTask {
+  std::int64_t row_task, first_row, end_row, first_channel, end_channel;
 };
 
-// Calls block(first_row, row_count) on rows [begin, end) in blocks of kBlockRows.
-template <class BlockFn>
-void for_blocks(std::int64_t begin, std::int64_t end, BlockFn block) {
-  for (std::int64_t row = begin; row < end; row += kBlockRows)
-    block(row, std::min(kBlockRows, end - row));
+struct RowTasks {
+  View v;
+  std::int64_t group_channels, groups, rows_per_task, row_tasks;
+
+  explicit RowTasks(const View& view) : v(view) {
+    group_channels = std::clamp<std::int64_t>(kChunkColumns / v.inner, 1, v.channels);
+    groups = (v.channels + group_channels - 1) / group_channels;
+    const std::int64_t blocks =
+        std::max<std::int64_t>(1, kTaskElements / (group_channels * v.inner * kBlockRows));
+    rows_per_task = blocks * kBlockRows;
+    row_tasks = (v.outer + rows_per_task - 1) / rows_per_task;
+  }
+  std::int64_t count() const { return row_tasks * groups; }
+  RowTask operator[](std::int64_t t) const {
+    const std::int64_t r = t / groups, g = t % groups;
+    return {r, r * rows_per_task, std::min(v.outer, (r + 1) * rows_per_task), g * group_channels,
+            std::min(v.channels, (g + 1) * group_channels)};
+  }
+};
+
+// Rows [first_row, first_row + rows) of task k's columns.
+template <class T>
+ConstRows<T> rows_of(const T* data, const View& v, const RowTask& k, std::int64_t first_row,
+                     std::int64_t rows) {
+  return ConstRows<T>(data + first_row * v.width() + k.first_channel * v.inner,
+                      (k.end_channel - k.first_channel) * v.inner, rows,
+                      Eigen::OuterStride<>(v.width()));
 }
 
-// Runs piece(channel, offset, length) over every piece, or rows(first_row, row_count) over
-// every task's rows; for passes whose units write disjoint outputs.
+template <class T>
+MutRows<T> rows_of(T* data, const View& v, const RowTask& k, std::int64_t first_row,
+                   std::int64_t rows) {
+  return MutRows<T>(data + first_row * v.width() + k.first_channel * v.inner,
+                    (k.end_channel - k.first_channel) * v.inner, rows,
+                    Eigen::OuterStride<>(v.width()));
+}
+
+// Calls block(first_row, row_count) over the task's rows in blocks of kBlockRows.
+template <class BlockFn>
+void for_blocks(const RowTask& k, BlockFn block) {
+  for (std::int64_t row = k.first_row; row < k.end_row; row += kBlockRows)
+    block(row, std::min(kBlockRows, k.end_row - row));
+}
+
+// Per-channel values repeated over the channel's columns of a row, for the rows shape.
+template <class T>
+Vec<T> per_column(const Vec<T>& per_channel, std::int64_t inner) {
+  if (inner == 1) return per_channel;
+  Vec<T> out(per_channel.size() * inner);
+  for (Eigen::Index c = 0; c < per_channel.size(); ++c)
+    out.segment(c * inner, inner).setConstant(per_channel[c]);
+  return out;
+}
+
+// A task's column sums, summed over each channel's columns.
+template <class S>
+Vec<S> per_channel(const Vec<S>& columns, std::int64_t inner) {
+  if (inner == 1) return columns;
+  const Eigen::Index channels = columns.size() / inner;
+  return Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, Eigen::Dynamic>>(columns.data(), inner,
+                                                                           channels)
+      .colwise()
+      .sum()
+      .transpose();
+}
+
+// Runs piece(channel, offset, length) over every piece, or rows(task) over every row task; for
+// passes whose units write disjoint outputs.
 template <class T, class PieceFn, class RowsFn>
 void for_each_unit(const View& v, PieceFn piece, RowsFn rows) {
-  if (v.inner > 1) {
+  if (!v.rows_shape()) {
     const Pieces p(v, piece_elements<T>());
     const std::int64_t grain = std::max<std::int64_t>(1, kGrain / p.length);
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, p.units(), grain),
@@ -124,24 +186,32 @@ void for_each_unit(const View& v, PieceFn piece, RowsFn rows) {
                       });
     return;
   }
-  const std::int64_t grain = std::max<std::int64_t>(1, kGrain / v.channels);
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, v.outer, grain),
-                    [&](const tbb::blocked_range<std::int64_t>& r) { rows(r.begin(), r.size()); });
+  const RowTasks tasks(v);
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, tasks.count(), 1),
+                    [&](const tbb::blocked_range<std::int64_t>& r) {
+                      for (std::int64_t t = r.begin(); t < r.end(); ++t) rows(tasks[t]);
+                    });
 }
 
-// Per-channel partials, merged in double.
+// Per-channel partials, merged in double: n values' sum s1 and sum of squares s2 of deviations
+// from a shift near their mean. Merging moves the part's sums to the total's shift (exact
+// algebra, no division), and the shift of the first part stays near the total's mean, so the
+// final s2 - s1^2 / n loses no digits to a large mean.
 struct Moments {
-  double n = 0, mean = 0, m2 = 0;  // count, mean, sum of squared deviations
+  double n = 0, shift = 0, s1 = 0, s2 = 0;
+  double mean() const { return shift + s1 / n; }
+  double m2() const { return std::max(s2 - s1 * s1 / n, 0.0); }  // sum of squared deviations
 };
 
-// Chan, Golub and LeVeque's pairwise update: exact in exact arithmetic, stable in floating point.
 void merge(Moments& into, const Moments& part) {
-  if (part.n == 0) return;
-  const double n = into.n + part.n;
-  const double delta = part.mean - into.mean;
-  into.mean += delta * (part.n / n);
-  into.m2 += part.m2 + delta * delta * (into.n * part.n / n);
-  into.n = n;
+  if (into.n == 0) {
+    into = part;
+    return;
+  }
+  const double d = part.shift - into.shift;
+  into.s2 += part.s2 + d * (2 * part.s1 + part.n * d);
+  into.s1 += part.s1 + part.n * d;
+  into.n += part.n;
 }
 
 struct GradSums {
@@ -154,14 +224,14 @@ void merge(GradSums& into, const GradSums& part) {
 }
 
 // A reduction over the channels whose result does not depend on scheduling: each piece or task
-// fills its own partial slot, and the slots merge in memory order afterwards.
-// piece(channel, offset, length) returns a Partial; task(first_row, end_row, Partial* out) fills
-// the task's per-channel partials.
+// fills its own partial slots, and the slots merge in memory order afterwards.
+// piece(channel, offset, length) returns a Partial; task(row_task, Partial* out) fills out[c]
+// for the task's channels c.
 template <class T, class Partial, class PieceFn, class TaskFn>
 std::vector<Partial> reduce_channels(const View& v, PieceFn piece, TaskFn task) {
   const std::int64_t channels = v.channels;
   std::vector<Partial> result(static_cast<std::size_t>(channels));
-  if (v.inner > 1) {
+  if (!v.rows_shape()) {
     const Pieces p(v, piece_elements<T>());
     std::vector<Partial> parts(static_cast<std::size_t>(p.units()));
     const std::int64_t grain = std::max<std::int64_t>(1, kGrain / p.length);
@@ -170,47 +240,50 @@ std::vector<Partial> reduce_channels(const View& v, PieceFn piece, TaskFn task) 
                         for (std::int64_t u = r.begin(); u < r.end(); ++u)
                           parts[u] = piece(p.channel(u), p.offset(u), p.size(u));
                       });
-    for (std::int64_t u = 0; u < p.units(); ++u) merge(result[p.channel(u)], parts[u]);
+    const Partial* part = parts.data();
+    for (std::int64_t o = 0; o < v.outer; ++o)
+      for (std::int64_t c = 0; c < channels; ++c)
+        for (std::int64_t i = 0; i < p.count; ++i) merge(result[c], *part++);
     return result;
   }
   const RowTasks tasks(v);
-  std::vector<Partial> parts(static_cast<std::size_t>(tasks.count * channels));
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, tasks.count, 1),
+  std::vector<Partial> parts(static_cast<std::size_t>(tasks.row_tasks * channels));
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, tasks.count(), 1),
                     [&](const tbb::blocked_range<std::int64_t>& r) {
-                      for (std::int64_t t = r.begin(); t < r.end(); ++t)
-                        task(tasks.begin(t), tasks.end(t), &parts[t * channels]);
+                      for (std::int64_t t = r.begin(); t < r.end(); ++t) {
+                        const RowTask k = tasks[t];
+                        task(k, &parts[k.row_task * channels]);
+                      }
                     });
-  for (std::int64_t t = 0; t < tasks.count; ++t)
+  for (std::int64_t t = 0; t < tasks.row_tasks; ++t)
     for (std::int64_t c = 0; c < channels; ++c) merge(result[c], parts[t * channels + c]);
   return result;
-}
-
-// A piece's or row block's statistics from its sum s1 and sum of squares s2 of deviations from
-// a shift near the mean (the corrected two-pass method: s1 corrects the shift's rounding).
-Moments moments_about(double n, double shift, double s1, double s2) {
-  return {n, shift + s1 / n, s2 - s1 * s1 / n};
 }
 
 template <class T>
 std::vector<Moments> channel_moments(const T* x, const View& v) {
   const auto piece = [x](std::int64_t, std::int64_t offset, std::int64_t len) {
     const ConstVec<T> a(x + offset, len);
+    // The corrected two-pass method: s1 corrects the rounding of the piece's mean.
     const T shift = a.sum() / static_cast<T>(len);
-    return moments_about(static_cast<double>(len), shift, (a - shift).sum(),
-                         (a - shift).square().sum());
+    return Moments{static_cast<double>(len), shift, (a - shift).sum(), (a - shift).square().sum()};
   };
-  // Rows: deviations from the task's first block's mean, summed per block in T and per task in
-  // double. That shift lies near the task's mean, so the sums do not cancel for large means, and
-  // each task reads its rows once (the first block twice, from L1).
-  const std::int64_t channels = v.channels;
-  const auto task = [x, channels](std::int64_t begin, std::int64_t end, Moments* out) {
-    Vec<T> shift = Vec<T>::Zero(channels), s1(channels), s2(channels);
-    Eigen::ArrayXd sum1 = Eigen::ArrayXd::Zero(channels), sum2 = Eigen::ArrayXd::Zero(channels);
-    for_blocks(begin, end, [&](std::int64_t row, std::int64_t rows) {
-      const ConstRows<T> a(x + row * channels, channels, rows);
-      if (row == begin) {
-        for (std::int64_t r = 0; r < rows; ++r) shift += a.col(r);
-        shift /= static_cast<T>(rows);
+  // Rows: deviations from each channel's mean over the task's first block, summed per block in
+  // T and per task in double. That shift lies near the task's mean, so the sums do not cancel
+  // for large means, and each task reads its values once (the first block twice, from cache).
+  const auto task = [x, &v](const RowTask& k, Moments* out) {
+    const std::int64_t inner = v.inner, channels = k.end_channel - k.first_channel;
+    const std::int64_t columns = channels * inner;
+    Vec<T> shift(columns), s1(columns), s2(columns);
+    Eigen::ArrayXd sum1 = Eigen::ArrayXd::Zero(columns), sum2 = Eigen::ArrayXd::Zero(columns);
+    Vec<T> channel_shift;
+    for_blocks(k, [&](std::int64_t row, std::int64_t rows) {
+      const ConstRows<T> a = rows_of(x, v, k, row, rows);
+      if (row == k.first_row) {
+        s1.setZero();
+        for (std::int64_t r = 0; r < rows; ++r) s1 += a.col(r);
+        channel_shift = per_channel(s1, inner) / static_cast<T>(rows * inner);
+        shift = per_column(channel_shift, inner);
       }
       s1.setZero();
       s2.setZero();
@@ -221,8 +294,10 @@ std::vector<Moments> channel_moments(const T* x, const View& v) {
       sum1 += s1.template cast<double>();
       sum2 += s2.template cast<double>();
     });
+    const Eigen::ArrayXd c1 = per_channel(sum1, inner), c2 = per_channel(sum2, inner);
+    const double n = static_cast<double>((k.end_row - k.first_row) * inner);
     for (std::int64_t c = 0; c < channels; ++c)
-      out[c] = moments_about(static_cast<double>(end - begin), shift[c], sum1[c], sum2[c]);
+      out[k.first_channel + c] = Moments{n, channel_shift[c], c1[c], c2[c]};
   };
   return reduce_channels<T, Moments>(v, piece, task);
 }
@@ -253,22 +328,41 @@ std::vector<double> to_doubles(const Tensor& t) {
   return std::vector<double>(p, p + t.numel());
 }
 
+// Per-channel parameters: read per channel by pieces; in the rows shape each task expands its
+// channels' values over their columns, an L1-sized copy (whole rows can be as large as the
+// tensor).
+template <class T>
+struct Params {
+  std::int64_t inner;
+  std::vector<Vec<T>> values;
+
+  Params(const View& v, std::initializer_list<Vec<T>> per_channel)
+      : inner(v.inner), values(per_channel) {}
+  T at(std::size_t i, std::int64_t channel) const { return values[i][channel]; }
+  Vec<T> columns(std::size_t i, const RowTask& k) const {
+    return per_column(Vec<T>(values[i].segment(k.first_channel, k.end_channel - k.first_channel)),
+                      inner);
+  }
+};
+
 // out = (in - centre) * scale + shift, per channel.
 template <class T>
 void channel_affine(const T* in, T* out, const View& v, const Centre<T>& centre,
                     const Vec<T>& scale, const Vec<T>& shift) {
-  const std::int64_t channels = v.channels;
+  const Params<T> p(v, {centre.hi, centre.lo, scale, shift});
   for_each_unit<T>(
       v,
       [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
         MutVec<T>(out + offset, len) =
-            ((ConstVec<T>(in + offset, len) - centre.hi[c]) - centre.lo[c]) * scale[c] + shift[c];
+            ((ConstVec<T>(in + offset, len) - p.at(0, c)) - p.at(1, c)) * p.at(2, c) + p.at(3, c);
       },
-      [&](std::int64_t row, std::int64_t rows) {
-        const ConstRows<T> a(in + row * channels, channels, rows);
-        MutRows<T> b(out + row * channels, channels, rows);
-        for (std::int64_t r = 0; r < rows; ++r)
-          b.col(r) = ((a.col(r) - centre.hi) - centre.lo) * scale + shift;
+      [&](const RowTask& k) {
+        const Vec<T> hi = p.columns(0, k), lo = p.columns(1, k), a = p.columns(2, k),
+                     b = p.columns(3, k);
+        const std::int64_t rows = k.end_row - k.first_row;
+        const ConstRows<T> x = rows_of(in, v, k, k.first_row, rows);
+        MutRows<T> y = rows_of(out, v, k, k.first_row, rows);
+        for (std::int64_t r = 0; r < rows; ++r) y.col(r) = ((x.col(r) - hi) - lo) * a + b;
       });
 }
 
@@ -276,27 +370,30 @@ void channel_affine(const T* in, T* out, const View& v, const Centre<T>& centre,
 template <class T>
 std::vector<GradSums> channel_grad_sums(const T* dy, const T* x, const View& v,
                                         const Centre<T>& centre) {
+  const Params<T> p(v, {centre.hi, centre.lo});
   const auto piece = [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
     const ConstVec<T> g(dy + offset, len), a(x + offset, len);
-    return GradSums{g.sum(), (g * ((a - centre.hi[c]) - centre.lo[c])).sum()};
+    return GradSums{g.sum(), (g * ((a - p.at(0, c)) - p.at(1, c))).sum()};
   };
-  const std::int64_t channels = v.channels;
-  const auto task = [&](std::int64_t begin, std::int64_t end, GradSums* out) {
-    Vec<T> sdy(channels), sdx(channels);
-    Eigen::ArrayXd sum_dy = Eigen::ArrayXd::Zero(channels), sum_dx = Eigen::ArrayXd::Zero(channels);
-    for_blocks(begin, end, [&](std::int64_t row, std::int64_t rows) {
-      const ConstRows<T> g(dy + row * channels, channels, rows),
-          a(x + row * channels, channels, rows);
+  const auto task = [&](const RowTask& k, GradSums* out) {
+    const Vec<T> hi = p.columns(0, k), lo = p.columns(1, k);
+    const std::int64_t columns = hi.size();
+    Vec<T> sdy(columns), sdx(columns);
+    Eigen::ArrayXd sum_dy = Eigen::ArrayXd::Zero(columns), sum_dx = Eigen::ArrayXd::Zero(columns);
+    for_blocks(k, [&](std::int64_t row, std::int64_t rows) {
+      const ConstRows<T> g = rows_of(dy, v, k, row, rows), a = rows_of(x, v, k, row, rows);
       sdy.setZero();
       sdx.setZero();
       for (std::int64_t r = 0; r < rows; ++r) {
         sdy += g.col(r);
-        sdx += g.col(r) * ((a.col(r) - centre.hi) - centre.lo);
+        sdx += g.col(r) * ((a.col(r) - hi) - lo);
       }
       sum_dy += sdy.template cast<double>();
       sum_dx += sdx.template cast<double>();
     });
-    for (std::int64_t c = 0; c < channels; ++c) out[c] = GradSums{sum_dy[c], sum_dx[c]};
+    const Eigen::ArrayXd c_dy = per_channel(sum_dy, v.inner), c_dx = per_channel(sum_dx, v.inner);
+    for (std::int64_t c = 0; c < c_dy.size(); ++c)
+      out[k.first_channel + c] = GradSums{c_dy[c], c_dx[c]};
   };
   return reduce_channels<T, GradSums>(v, piece, task);
 }
@@ -305,20 +402,24 @@ std::vector<GradSums> channel_grad_sums(const T* dy, const T* x, const View& v,
 template <class T>
 void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Centre<T>& centre,
                         const Vec<T>& a, const Vec<T>& p, const Vec<T>& q) {
-  const std::int64_t channels = v.channels;
+  const Params<T> pr(v, {centre.hi, centre.lo, a, p, q});
   for_each_unit<T>(
       v,
       [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
         const ConstVec<T> xc(x + offset, len);
-        MutVec<T>(dx + offset, len) = ConstVec<T>(dy + offset, len) * a[c] +
-                                      ((xc - centre.hi[c]) - centre.lo[c]) * p[c] + q[c];
+        MutVec<T>(dx + offset, len) = ConstVec<T>(dy + offset, len) * pr.at(2, c) +
+                                      ((xc - pr.at(0, c)) - pr.at(1, c)) * pr.at(3, c) +
+                                      pr.at(4, c);
       },
-      [&](std::int64_t row, std::int64_t rows) {
-        const ConstRows<T> g(dy + row * channels, channels, rows),
-            xr(x + row * channels, channels, rows);
-        MutRows<T> d(dx + row * channels, channels, rows);
+      [&](const RowTask& k) {
+        const Vec<T> hi = pr.columns(0, k), lo = pr.columns(1, k), ca = pr.columns(2, k),
+                     cp = pr.columns(3, k), cq = pr.columns(4, k);
+        const std::int64_t rows = k.end_row - k.first_row;
+        const ConstRows<T> g = rows_of(dy, v, k, k.first_row, rows),
+                           xr = rows_of(x, v, k, k.first_row, rows);
+        MutRows<T> d = rows_of(dx, v, k, k.first_row, rows);
         for (std::int64_t r = 0; r < rows; ++r)
-          d.col(r) = g.col(r) * a + ((xr.col(r) - centre.hi) - centre.lo) * p + q;
+          d.col(r) = g.col(r) * ca + ((xr.col(r) - hi) - lo) * cp + cq;
       });
 }
 
@@ -415,10 +516,10 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
       T* rm = running_mean.data<T>();
       T* rv = running_var.data<T>();
       for (std::size_t c = 0; c < channels; ++c) {
-        const double m2 = std::max(m[c].m2, 0.0);
-        saved.mean[c] = m[c].mean;
+        const double m2 = m[c].m2();
+        saved.mean[c] = m[c].mean();
         saved.invstd[c] = 1.0 / std::sqrt(m2 / count + options.eps);
-        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * m[c].mean);
+        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * saved.mean[c]);
         rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * m2 / (count - 1));
       }
     } else {

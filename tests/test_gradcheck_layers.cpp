@@ -79,20 +79,23 @@ TEST(Gradcheck, Relu6AwayFromTheKinks) {
   EXPECT_TRUE(gradcheck(fn, {x}));
 }
 
+// {8, 2, 1, 2} takes NCHW through batch_norm's rows shape (short runs over many rows).
 TEST(Gradcheck, BatchNormTrainingInEveryLayout) {
-  for (Layout layout : kLayouts) {
-    Rng rng(21);
-    const auto fn = [layout](const std::vector<Variable>& in) {
-      return in_layout(in[0], layout, [&](const Variable& x) {
-        Tensor mean = Tensor::zeros({3}, DType::f64), var = Tensor::full({3}, 1.0, DType::f64);
-        return batch_norm(x, in[1], in[2], mean, var, true);
-      });
-    };
-    EXPECT_TRUE(gradcheck(
-        fn, {random_tensor({2, 3, 3, 2}, rng, DType::f64, -1.0, 2.0),
-             random_tensor({3}, rng, DType::f64, 0.5, 1.5), random_tensor({3}, rng, DType::f64)}))
-        << to_string(layout);
-  }
+  for (const Shape& shape : {Shape{2, 3, 3, 2}, Shape{8, 2, 1, 2}})
+    for (Layout layout : kLayouts) {
+      Rng rng(21);
+      const std::int64_t c = shape[1];
+      const auto fn = [layout, c](const std::vector<Variable>& in) {
+        return in_layout(in[0], layout, [&](const Variable& x) {
+          Tensor mean = Tensor::zeros({c}, DType::f64), var = Tensor::full({c}, 1.0, DType::f64);
+          return batch_norm(x, in[1], in[2], mean, var, true);
+        });
+      };
+      EXPECT_TRUE(gradcheck(
+          fn, {random_tensor(shape, rng, DType::f64, -1.0, 2.0),
+               random_tensor({c}, rng, DType::f64, 0.5, 1.5), random_tensor({c}, rng, DType::f64)}))
+          << shape_str(shape) << " " << to_string(layout);
+    }
 }
 
 TEST(Gradcheck, BatchNormEvalInEveryLayout) {
