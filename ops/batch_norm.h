@@ -17,7 +17,9 @@ struct BatchNormOptions {
 
 // `running_mean` and `running_var` ([C], the input's dtype) are read in evaluation mode and
 // updated in place in training mode (the variance unbiased, as PyTorch keeps it). `gamma` and
-// `beta` are [C] Variables. The output has the input's layout.
+// `beta` are [C] Variables. The output has the input's layout. Results do not depend on the
+// thread count. Throws Error for a non-4-D input, [C] tensors of another size or dtype, or
+// training with a single value per channel.
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
                     const BatchNormOptions& options = {});
