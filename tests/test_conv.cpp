@@ -52,7 +52,8 @@ TEST(ConvSolvers, BackwardWeightsIsDeterministic) {
   }
 }
 
-// The general solvers serve every well-formed problem; the specialised ones say why not.
+// The general solvers serve every well-formed problem (im2col_gemm's lowering runs depthwise ones
+// as channel_by_channel); the specialised ones say why not.
 TEST(ConvSolvers, GeneralSolversApplyToEveryWellFormedProblem) {
   for (const ConvShape& shape : edge_case_shapes())
     for (Direction dir : kAllDirections)
@@ -60,7 +61,9 @@ TEST(ConvSolvers, GeneralSolversApplyToEveryWellFormedProblem) {
         std::string why;
         const ConvProblem p = shape.with(dir, DType::f32);
         const bool ok = solver->applicable(p, &why);
-        if (solver->name() == "direct" || solver->name() == "im2col_gemm") {
+        const bool depthwise = p.g > 1 && p.g == p.ic && p.oc == p.ic;
+        const std::string_view general = depthwise ? "channel_by_channel" : "im2col_gemm";
+        if (solver->name() == "direct" || solver->name() == general) {
           EXPECT_TRUE(ok) << solver->name() << " " << p.key() << ": " << why;
         } else if (!ok) {
           EXPECT_FALSE(why.empty()) << solver->name() << " rejects " << p.key() << " silently";
@@ -113,8 +116,9 @@ TEST(ConvSolvers, RunRejectsTheWrongLayout) {
 }
 
 TEST(ConvRegistry, OrderAndLookup) {
-  EXPECT_EQ(solver_names(), (std::vector<std::string>{"im2col_gemm", "mec", "winograd_f2x3",
-                                                      "direct_chwn", "direct"}));
+  EXPECT_EQ(solver_names(),
+            (std::vector<std::string>{"im2col_gemm", "mec", "winograd_f2x3", "direct_chwn",
+                                      "channel_by_channel", "direct"}));
   EXPECT_EQ(cpu_conv_solvers().back(), &direct_conv_solver());
   EXPECT_EQ(find_conv_solver("direct"), &direct_conv_solver());
   EXPECT_EQ(find_conv_solver("no_such_solver"), nullptr);

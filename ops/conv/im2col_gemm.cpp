@@ -9,6 +9,8 @@
 // Chunks are split over P = min(TBB concurrency, chunks) fixed slots, each with its own buffers
 // and (bwd_weights) its own dW partial, summed in slot order so results are deterministic.
 // A 1x1, stride-1, unpadded kernel with chunk 1 needs no columns: the image is that matrix.
+// Depthwise problems (g == ic == oc > 1) are left to channel_by_channel, which runs this same
+// lowering through run_im2col_gemm, so the tuner does not time one algorithm under two names.
 #include "ops/conv/im2col_gemm.h"
 
 #include <tbb/parallel_for.h>
@@ -210,13 +212,13 @@ void lower_chunk(const ConvProblem& p, const Lowering& l, const Chunk& c, const 
 }
 
 template <class T>
-void fwd_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, const Chunk& c,
+void fwd_chunk(const ConvProblem& p, const Lowering& l, const ConvBuffers<T>& b, const Chunk& c,
                T* col, T* tmp) {
   const GroupStrides s(p, l);
   for (int gi = 0; gi < p.g; ++gi) {
-    const T* src = args.src.data<T>() + gi * s.src_group;
-    T* dst = writable<T>(args.dst) + gi * s.dst_group;
-    const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
+    const T* src = b.src + gi * s.src_group;
+    T* dst = b.dst + gi * s.dst_group;
+    const T* wei = b.wei + static_cast<std::size_t>(gi) * l.ocg * l.k;
     if (l.image_is_col) {
       gemm_for<T>(l)(false, false, l.ocg, l.ohw, l.k, T(1), wei, l.k, src + c.first * s.src_image,
                      l.ohw, T(0), dst + c.first * s.dst_image, l.ohw);
@@ -235,15 +237,15 @@ void fwd_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, co
 }
 
 template <class T>
-void bwd_data_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args, const Chunk& c,
-                    T* col, T* tmp) {
+void bwd_data_chunk(const ConvProblem& p, const Lowering& l, const ConvBuffers<T>& b,
+                    const Chunk& c, T* col, T* tmp) {
   const GroupStrides s(p, l);
-  T* diff_src = writable<T>(args.diff_src);
+  T* diff_src = b.diff_src;
   if (!l.image_is_col)
     std::fill(diff_src + c.first * s.src_image, diff_src + (c.first + c.count) * s.src_image, T(0));
   for (int gi = 0; gi < p.g; ++gi) {
-    const T* wei = args.wei.data<T>() + static_cast<std::size_t>(gi) * l.ocg * l.k;
-    const T* diff_dst = args.diff_dst.data<T>() + gi * s.dst_group;
+    const T* wei = b.wei + static_cast<std::size_t>(gi) * l.ocg * l.k;
+    const T* diff_dst = b.diff_dst + gi * s.dst_group;
     T* out = diff_src + gi * s.src_group;
     if (l.image_is_col) {
       gemm_for<T>(l)(true, false, l.k, l.ohw, l.ocg, T(1), wei, l.k,
@@ -266,12 +268,12 @@ void bwd_data_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& arg
 
 // Accumulates the chunk's contribution into acc (a full dW); `first` overwrites instead.
 template <class T>
-void bwd_weights_chunk(const ConvProblem& p, const Lowering& l, const ConvArgs& args,
+void bwd_weights_chunk(const ConvProblem& p, const Lowering& l, const ConvBuffers<T>& b,
                        const Chunk& c, T* col, T* tmp, T* acc, bool first) {
   const GroupStrides s(p, l);
   for (int gi = 0; gi < p.g; ++gi) {
-    const T* src = args.src.data<T>() + gi * s.src_group;
-    const T* diff_dst = args.diff_dst.data<T>() + gi * s.dst_group;
+    const T* src = b.src + gi * s.src_group;
+    const T* diff_dst = b.diff_dst + gi * s.dst_group;
     const T* x = src + c.first * s.src_image;
     const T* dy = diff_dst + c.first * s.dst_image;
     if (!l.image_is_col) {
@@ -294,13 +296,13 @@ Chunk chunk_at(const ConvProblem& p, const Lowering& l, int index) {
 }
 
 template <class T>
-void run_bwd_weights(const ConvProblem& p, const Lowering& l, const ConvArgs& args, Workspace ws) {
-  T* diff_wei = writable<T>(args.diff_wei);
+void run_bwd_weights(const ConvProblem& p, const Lowering& l, const ConvBuffers<T>& b,
+                     Workspace ws) {
+  T* diff_wei = b.diff_wei;
   tbb::parallel_for(0, l.slots, [&](int s) {
     T* acc = s == 0 ? diff_wei : l.partial<T>(ws, s);
     for (int i = s; i < l.chunks; i += l.slots)
-      bwd_weights_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s), acc,
-                        i == s);
+      bwd_weights_chunk(p, l, b, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s), acc, i == s);
   });
   const std::size_t count = static_cast<std::size_t>(p.oc) * l.k;
   for (int s = 1; s < l.slots; ++s) {
@@ -310,14 +312,14 @@ void run_bwd_weights(const ConvProblem& p, const Lowering& l, const ConvArgs& ar
 }
 
 template <class T>
-void run_typed(const ConvProblem& p, const Lowering& l, const ConvArgs& args, Workspace ws) {
-  if (p.dir == Direction::bwd_weights) return run_bwd_weights<T>(p, l, args, ws);
+void run_typed(const ConvProblem& p, const Lowering& l, const ConvBuffers<T>& b, Workspace ws) {
+  if (p.dir == Direction::bwd_weights) return run_bwd_weights<T>(p, l, b, ws);
   tbb::parallel_for(0, l.slots, [&](int s) {
     for (int i = s; i < l.chunks; i += l.slots) {
       if (p.dir == Direction::fwd) {
-        fwd_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
+        fwd_chunk(p, l, b, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
       } else {
-        bwd_data_chunk(p, l, args, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
+        bwd_data_chunk(p, l, b, chunk_at(p, l, i), l.col<T>(ws, s), l.tmp<T>(ws, s));
       }
     }
   });
@@ -325,32 +327,76 @@ void run_typed(const ConvProblem& p, const Lowering& l, const ConvArgs& args, Wo
 
 }  // namespace
 
-bool Im2colGemmSolver::applicable(const ConvProblem& problem, std::string* why) const {
-  return conv_problem_well_formed(problem, why);
-}
-
 // Chunk 1 first, the untuned default: a rule aiming at 1024-column GEMMs made LeNet's training
 // step 6% slower (bench train, batch 64), and chunking wins only on some layers and directions
 // (bench conv), so it is left to the tuner. Then every power of two up to the batch.
-std::vector<TuneConfig> Im2colGemmSolver::configs(const ConvProblem& p) const {
+std::vector<TuneConfig> im2col_gemm_configs(const ConvProblem& p) {
   std::vector<TuneConfig> configs;
   for (int chunk = 1; chunk <= std::min(p.mb, kMaxChunk); chunk *= 2)
     configs.push_back(TuneConfig{{{"chunk", chunk}}});
   return configs;
 }
 
+std::size_t im2col_gemm_workspace_bytes(const ConvProblem& p, const TuneConfig& config) {
+  return Lowering(p, config).total_bytes();
+}
+
+template <class T>
+void run_im2col_gemm(const ConvProblem& p, const TuneConfig& config, const ConvBuffers<T>& b,
+                     Workspace ws) {
+  const Lowering l(p, config);
+  TUNECNN_CHECK(ws.bytes >= l.total_bytes(), "im2col_gemm needs ", l.total_bytes(),
+                " workspace bytes, got ", ws.bytes, " for ", p.key());
+  run_typed<T>(p, l, b, ws);
+}
+template void run_im2col_gemm<float>(const ConvProblem&, const TuneConfig&,
+                                     const ConvBuffers<float>&, Workspace);
+template void run_im2col_gemm<double>(const ConvProblem&, const TuneConfig&,
+                                      const ConvBuffers<double>&, Workspace);
+
+void run_im2col_gemm(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
+                     Workspace ws) {
+  check_conv_args(p, args, Layout::NCHW);
+  dispatch_dtype(p.dt, [&]<class T>() {
+    ConvBuffers<T> b;
+    switch (p.dir) {
+      case Direction::fwd:
+        b = {.src = args.src.data<T>(), .wei = args.wei.data<T>(), .dst = writable<T>(args.dst)};
+        break;
+      case Direction::bwd_data:
+        b = {.wei = args.wei.data<T>(),
+             .diff_dst = args.diff_dst.data<T>(),
+             .diff_src = writable<T>(args.diff_src)};
+        break;
+      case Direction::bwd_weights:
+        b = {.src = args.src.data<T>(),
+             .diff_dst = args.diff_dst.data<T>(),
+             .diff_wei = writable<T>(args.diff_wei)};
+        break;
+    }
+    run_im2col_gemm(p, config, b, ws);
+  });
+}
+
+bool Im2colGemmSolver::applicable(const ConvProblem& problem, std::string* why) const {
+  if (!conv_problem_well_formed(problem, why)) return false;
+  if (problem.g > 1 && problem.g == problem.ic && problem.oc == problem.ic)
+    return reject(why, "depthwise: channel_by_channel runs this lowering");
+  return true;
+}
+
+std::vector<TuneConfig> Im2colGemmSolver::configs(const ConvProblem& p) const {
+  return im2col_gemm_configs(p);
+}
+
 std::size_t Im2colGemmSolver::workspace_bytes(const ConvProblem& problem,
                                               const TuneConfig& config) const {
-  return Lowering(problem, config).total_bytes();
+  return im2col_gemm_workspace_bytes(problem, config);
 }
 
 void Im2colGemmSolver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
                            Workspace ws) const {
-  check_conv_args(p, args, Layout::NCHW);
-  const Lowering l(p, config);
-  TUNECNN_CHECK(ws.bytes >= l.total_bytes(), "im2col_gemm needs ", l.total_bytes(),
-                " workspace bytes, got ", ws.bytes, " for ", p.key());
-  dispatch_dtype(p.dt, [&]<class T>() { run_typed<T>(p, l, args, ws); });
+  run_im2col_gemm(p, config, args, ws);
 }
 
 }  // namespace tunecnn

@@ -1,5 +1,7 @@
 #pragma once
 // Convolution lowered to GEMM through a column buffer for a chunk of images (im2col / col2im).
+// The lowering is also a function of its own, so solvers that reduce their problem to a standard
+// convolution (channel_by_channel, diagonal) run it without a second copy.
 #include "ops/conv/solver.h"
 
 namespace tunecnn {
@@ -13,5 +15,29 @@ class Im2colGemmSolver final : public ConvSolver {
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
 };
+
+// The NCHW tensors of one call as raw pointers, for callers whose operands live in their own
+// buffers (diagonal's W_hat). Which are read and written follows ConvArgs; weights are
+// [oc, ic/g, kh, kw].
+template <class T>
+struct ConvBuffers {
+  const T* src = nullptr;
+  const T* wei = nullptr;
+  const T* diff_dst = nullptr;
+  T* dst = nullptr;
+  T* diff_src = nullptr;
+  T* diff_wei = nullptr;
+};
+
+// The lowering for any well-formed problem, depthwise included ("chunk" configs, its exact
+// workspace). run_im2col_gemm checks the tensors (NCHW) and the workspace size; the ConvBuffers
+// overload checks only the workspace size.
+std::vector<TuneConfig> im2col_gemm_configs(const ConvProblem& problem);
+std::size_t im2col_gemm_workspace_bytes(const ConvProblem& problem, const TuneConfig& config);
+void run_im2col_gemm(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
+                     Workspace workspace);
+template <class T>
+void run_im2col_gemm(const ConvProblem& problem, const TuneConfig& config,
+                     const ConvBuffers<T>& buffers, Workspace workspace);
 
 }  // namespace tunecnn

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ops/conv/channel_by_channel.h"
 #include "ops/conv/direct.h"
 #include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
@@ -15,11 +16,13 @@ const Im2colGemmSolver kIm2colGemm;
 const MecSolver kMec;
 const WinogradF2x3Solver kWinogradF2x3;
 const DirectChwnSolver kDirectChwn;
+const ChannelByChannelSolver kChannelByChannel;
 const DirectConvSolver kDirect;
 
-// Preference order when nothing has been tuned; the reference comes last as the fallback.
-const std::array<const ConvSolver*, 5> kCpuSolvers = {&kIm2colGemm, &kMec, &kWinogradF2x3,
-                                                      &kDirectChwn, &kDirect};
+// Preference order when nothing has been tuned; the reference comes last as the fallback. The
+// depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel).
+const std::array<const ConvSolver*, 6> kCpuSolvers = {
+    &kIm2colGemm, &kMec, &kWinogradF2x3, &kDirectChwn, &kChannelByChannel, &kDirect};
 
 }  // namespace
 
