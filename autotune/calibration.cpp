@@ -296,7 +296,8 @@ Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& threshol
   return Layout::NCHW;
 }
 
-// CHWN: direct_chwn (no workspace). NCHW: Winograd, else im2col+GEMM; when the budget leaves a
+// CHWN: direct_chwn (no workspace). NCHW: Winograd, else im2col+GEMM, else (depthwise layers,
+// which im2col_gemm leaves to the depthwise solvers) depthwise_direct; when the budget leaves a
 // direction without either, the whole layer moves to MEC in NHWC (one layout for all three), and
 // when even MEC does not fit, the NCHW chain with the direct reference (no workspace) as the
 // last resort per direction.
@@ -307,10 +308,12 @@ ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thr
   if (threshold_layout(fwd, thresholds) == Layout::CHWN)
     plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
   if (!plan)
-    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm"}, thresholds, budget);
+    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm", "depthwise_direct"},
+                      thresholds, budget);
   if (!plan) plan = layer_from(fwd, Layout::NHWC, {"mec"}, thresholds, budget);
   if (!plan)
-    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm", "direct"}, thresholds,
+    plan = layer_from(fwd, Layout::NCHW,
+                      {"winograd_f2x3", "im2col_gemm", "depthwise_direct", "direct"}, thresholds,
                       budget);
   TUNECNN_CHECK(plan.has_value(), "no conv solver runs ", fwd.key(), " within ", budget,
                 " workspace bytes");

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "ops/conv/channel_by_channel.h"
+#include "ops/conv/depthwise_direct.h"
 #include "ops/conv/direct.h"
 #include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
@@ -16,13 +17,16 @@ const Im2colGemmSolver kIm2colGemm;
 const MecSolver kMec;
 const WinogradF2x3Solver kWinogradF2x3;
 const DirectChwnSolver kDirectChwn;
+const DepthwiseDirectSolver kDepthwiseDirect;
 const ChannelByChannelSolver kChannelByChannel;
 const DirectConvSolver kDirect;
 
 // Preference order when nothing has been tuned; the reference comes last as the fallback. The
-// depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel).
-const std::array<const ConvSolver*, 6> kCpuSolvers = {
-    &kIm2colGemm, &kMec, &kWinogradF2x3, &kDirectChwn, &kChannelByChannel, &kDirect};
+// depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel);
+// the direct kernel, fastest on the CPU, comes first of them.
+const std::array<const ConvSolver*, 7> kCpuSolvers = {
+    &kIm2colGemm,      &kMec,      &kWinogradF2x3, &kDirectChwn,
+    &kDepthwiseDirect, &kChannelByChannel, &kDirect};
 
 }  // namespace
 

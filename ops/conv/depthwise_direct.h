@@ -1,0 +1,20 @@
+#pragma once
+// Depthwise convolution by direct loops specialised for one filter per channel (TensorFlow's
+// kernel in Qin et al.), in NCHW (vectorised over output columns) and NHWC (over channels).
+#include "ops/conv/solver.h"
+
+namespace tunecnn {
+
+class DepthwiseDirectSolver final : public ConvSolver {
+ public:
+  std::string_view name() const override { return "depthwise_direct"; }
+  bool applicable(const ConvProblem& problem, std::string* why) const override;
+  std::vector<Layout> layouts(const ConvProblem&) const override {
+    return {Layout::NCHW, Layout::NHWC};
+  }
+  std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
+           Workspace workspace) const override;
+};
+
+}  // namespace tunecnn
