@@ -118,7 +118,8 @@ TEST(ConvSolvers, RunRejectsTheWrongLayout) {
 TEST(ConvRegistry, OrderAndLookup) {
   EXPECT_EQ(solver_names(),
             (std::vector<std::string>{"im2col_gemm", "mec", "winograd_f2x3", "direct_chwn",
-                                      "depthwise_direct", "channel_by_channel", "direct"}));
+                                      "depthwise_direct", "diagonal", "channel_by_channel",
+                                      "direct"}));
   EXPECT_EQ(cpu_conv_solvers().back(), &direct_conv_solver());
   EXPECT_EQ(find_conv_solver("direct"), &direct_conv_solver());
   EXPECT_EQ(find_conv_solver("no_such_solver"), nullptr);

@@ -4,6 +4,7 @@
 
 #include "ops/conv/channel_by_channel.h"
 #include "ops/conv/depthwise_direct.h"
+#include "ops/conv/diagonal.h"
 #include "ops/conv/direct.h"
 #include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
@@ -18,15 +19,16 @@ const MecSolver kMec;
 const WinogradF2x3Solver kWinogradF2x3;
 const DirectChwnSolver kDirectChwn;
 const DepthwiseDirectSolver kDepthwiseDirect;
+const DiagonalSolver kDiagonal;
 const ChannelByChannelSolver kChannelByChannel;
 const DirectConvSolver kDirect;
 
 // Preference order when nothing has been tuned; the reference comes last as the fallback. The
 // depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel);
 // the direct kernel, fastest on the CPU, comes first of them.
-const std::array<const ConvSolver*, 7> kCpuSolvers = {
-    &kIm2colGemm,      &kMec,      &kWinogradF2x3, &kDirectChwn,
-    &kDepthwiseDirect, &kChannelByChannel, &kDirect};
+const std::array<const ConvSolver*, 8> kCpuSolvers = {
+    &kIm2colGemm,      &kMec,      &kWinogradF2x3,     &kDirectChwn,
+    &kDepthwiseDirect, &kDiagonal, &kChannelByChannel, &kDirect};
 
 }  // namespace
 
