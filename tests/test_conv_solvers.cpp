@@ -78,8 +78,12 @@ std::vector<SolverCase> workspace_cases() {
   std::vector<SolverCase> cases;
   const auto& edges = edge_case_shapes();
   const auto& layers = model_layer_shapes();
-  const std::vector<ConvShape> shapes = {edges[0], edges[2], edges[4], edges[8], edges[11],
-                                         edges[17], layers[1], layers[8], layers[13]};
+  std::vector<ConvShape> shapes = {edges[0], edges[2], edges[4], edges[8], edges[11],
+                                   edges[17], layers[1], layers[8], layers[13]};
+  // Depthwise: both kernel sizes and strides of depthwise_direct, several sizes of diagonal.
+  for (const ConvShape& shape : edges)
+    for (const char* name : {"depthwise", "dw_s2_odd", "dw_k5_s2", "dw_c72"})
+      if (shape.name == name) shapes.push_back(shape);
   for (const ConvSolver* solver : cpu_conv_solvers())
     for (const ConvShape& shape : shapes) add_if_applicable(cases, solver, shape, DType::f32);
   return cases;

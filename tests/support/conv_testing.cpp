@@ -81,6 +81,20 @@ const std::vector<ConvShape>& edge_case_shapes() {
       edge("depthwise_x2",  2,  4,  9,  9,  8, 5, 5, 2, 2, 2, 2, 4),
       edge("anisotropic",   2,  3,  8,  9,  4, 3, 5, 1, 2, 0, 2, 1),
       edge("aniso_k5x3",    2,  3,  9,  7,  4, 5, 3, 2, 1, 2, 1, 1),
+      // Depthwise (g == ic == oc): C = 12, 24, 72 give diagonal several group sizes; widths past
+      // 16 and 32 columns reach the NCHW vector loops, C = 72 the NHWC blocks and channel tail.
+      edge("dw_s2_odd",     3, 12,  9,  7, 12, 3, 3, 2, 2, 1, 1, 12),
+      edge("dw_p0_b1",      1, 24,  7,  9, 24, 3, 3, 1, 1, 0, 0, 24),
+      edge("dw_k5_wide",    2, 12,  6, 40, 12, 5, 5, 1, 1, 2, 2, 12),
+      edge("dw_k5_s2",      3, 24,  7, 45, 24, 5, 5, 2, 2, 2, 2, 24),
+      edge("dw_out1x1",     3, 12,  3,  3, 12, 3, 3, 1, 1, 0, 0, 12),
+      edge("dw_7x7_b1",     1, 24,  7,  7, 24, 3, 3, 1, 1, 1, 1, 24),
+      edge("dw_wide",       2, 12,  4, 37, 12, 3, 3, 1, 1, 1, 1, 12),
+      edge("dw_wide_s2",    1, 12,  5, 75, 12, 3, 3, 2, 2, 1, 1, 12),
+      edge("dw_c72",        2, 72,  5,  6, 72, 3, 3, 1, 1, 1, 1, 72),
+      edge("dw_pad3",       2, 12,  4,  5, 12, 3, 3, 1, 1, 3, 3, 12),
+      edge("dw_aniso",      2,  8,  9,  7,  8, 3, 5, 2, 1, 1, 2,  8),
+      edge("dw_k2_s2",      2, 12,  7,  9, 12, 2, 2, 2, 2, 0, 1, 12),
   };
   // clang-format on
   return shapes;
