@@ -193,7 +193,9 @@ TEST(MobileNet, InputMustHaveThreeChannelsAndSidesOfAtLeast32) {
   EXPECT_EQ(message({3, 96, 64}), "no error");  // any side, as the header says
 }
 
-// A fixed batch of 16 real photographs, one or two of each class: SGD must fit it quickly.
+// A fixed batch of 16 real photographs, one or two of each class: SGD must fit it quickly. The
+// first dozen steps wander near ln 10 (BatchNorm on 16 images, a fresh net), so the check is on
+// the best of the last five of 30 steps: about 0.1 here, against 2.3 at the start.
 TEST(MobileNet, SgdStepsOnRealImagesLowerTheLoss) {
   const Shape example = model_input_shape("mobilenet-0.25-128");
   auto data = load_image_folder(testing::shared_data_dir() / "imagenette-mini", "train",
@@ -206,9 +208,9 @@ TEST(MobileNet, SgdStepsOnRealImagesLowerTheLoss) {
     labels.push_back(data->get(i * 10, images.data<float>() + i * size));
 
   auto net = mobilenet("mobilenet-0.25-128", example, data->num_classes(), 11);
-  Sgd sgd(net->parameters(), SgdOptions{.lr = 0.05, .momentum = 0.9});
+  Sgd sgd(net->parameters(), SgdOptions{.lr = 0.1, .momentum = 0.9});
   std::vector<double> losses;
-  for (int step = 0; step < 20; ++step) {  // ~0.1 s each on 2 cores
+  for (int step = 0; step < 30; ++step) {  // ~0.05 s each on 2 cores
     sgd.zero_grad();
     Variable loss = softmax_cross_entropy(net->forward(Variable(images)), labels);
     losses.push_back(loss.data().data<float>()[0]);
@@ -217,7 +219,8 @@ TEST(MobileNet, SgdStepsOnRealImagesLowerTheLoss) {
   }
   for (double l : losses) ASSERT_TRUE(std::isfinite(l));
   for (const auto& [name, p] : net->parameters()) EXPECT_TRUE(all_finite(p.data())) << name;
-  EXPECT_LT(losses.back(), 0.8 * losses.front()) << "losses: " << ::testing::PrintToString(losses);
+  EXPECT_LT(*std::min_element(losses.end() - 5, losses.end()), 0.5 * losses.front())
+      << "losses: " << ::testing::PrintToString(losses);
 }
 
 // Shape tracing runs the model on zeros; in training mode BatchNorm would fold them into its
