@@ -20,15 +20,16 @@
 #include <vector>
 
 #include "ops/conv/args.h"
+#include "ops/conv/simd.h"
 
 namespace tunecnn {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-#else
-constexpr int kVectorBytes = 32;
-#endif
+using simd::kVectorBytes;
+using simd::lane_sum;
+using simd::load;
+using simd::store;
+using simd::Vec;
 template <class T>
 constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(T));
 
@@ -36,32 +37,6 @@ constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(T));
 // amortise writing its partial, few enough partials to add. A constant, not a function of the
 // thread count, so the sums come out the same on any number of threads.
 constexpr int kChunkPixels = 2048;
-
-// GCC/Clang vector extension: L lanes of T; arithmetic with a scalar broadcasts it.
-template <class T, int L>
-struct VecOf {
-  typedef T type __attribute__((vector_size(L * sizeof(T))));
-};
-template <class T, int L>
-using Vec = typename VecOf<T, L>::type;
-
-// Fixed-size memcpy compiles to one unaligned vector load or store.
-template <class T, int L>
-Vec<T, L> load(const T* p) {
-  Vec<T, L> v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-template <class T, int L>
-void store(T* p, const Vec<T, L>& v) {
-  std::memcpy(p, &v, sizeof(v));
-}
-template <class T, int L>
-T lane_sum(const Vec<T, L>& v) {
-  T sum = 0;
-  for (int i = 0; i < L; ++i) sum += v[i];
-  return sum;
-}
 
 template <class T, int L, std::size_t... I>
 Vec<T, L> evens(const Vec<T, L>& a, const Vec<T, L>& b, std::index_sequence<I...>) {

@@ -18,45 +18,20 @@
 #include <vector>
 
 #include "ops/conv/args.h"
+#include "ops/conv/simd.h"
 
 namespace tunecnn {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-#else
-constexpr int kVectorBytes = 32;
-#endif
+using simd::kVectorBytes;
+using simd::lane_sum;
+using simd::load;
+using simd::store;
+using simd::Vec;
 // Register blocks sized for AVX-512's 32 vector registers: 6 x 4 accumulators + 4 loaded vectors
 // in fwd and bwd_data (weights are broadcast straight from memory), 6 x 3 + 6 + 3 in bwd_weights.
 constexpr int kChannelBlock = 6;
 constexpr int kTapBlock = 3;
-
-// GCC/Clang vector extension: L lanes of T; arithmetic with a scalar broadcasts it.
-template <class T, int L>
-struct VecOf {
-  typedef T type __attribute__((vector_size(L * sizeof(T))));
-};
-template <class T, int L>
-using Vec = typename VecOf<T, L>::type;
-
-// Fixed-size memcpy compiles to one unaligned vector load or store.
-template <class T, int L>
-Vec<T, L> load(const T* p) {
-  Vec<T, L> v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-template <class T, int L>
-void store(T* p, const Vec<T, L>& v) {
-  std::memcpy(p, &v, sizeof(v));
-}
-template <class T, int L>
-T lane_sum(const Vec<T, L>& v) {
-  T sum = 0;
-  for (int i = 0; i < L; ++i) sum += v[i];
-  return sum;
-}
 
 // Covers images [0, n) widest first: blocks of 4, 2 and 1 full vectors, then a half and a
 // quarter vector, then single lanes. Calls f.template operator()<L, LB>(n0) for LB vectors of L
