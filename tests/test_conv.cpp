@@ -117,7 +117,7 @@ TEST(ConvSolvers, RunRejectsTheWrongLayout) {
 
 TEST(ConvRegistry, OrderAndLookup) {
   EXPECT_EQ(solver_names(),
-            (std::vector<std::string>{"im2col_gemm", "mec", "winograd_f2x3", "direct_chwn",
+            (std::vector<std::string>{"im2col_gemm", "mec", "pointwise_gemm", "winograd_f2x3", "direct_chwn",
                                       "depthwise_direct", "diagonal", "channel_by_channel",
                                       "direct"}));
   EXPECT_EQ(cpu_conv_solvers().back(), &direct_conv_solver());

@@ -9,6 +9,7 @@
 #include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
 #include "ops/conv/mec.h"
+#include "ops/conv/pointwise_gemm.h"
 #include "ops/conv/winograd_f2x3.h"
 
 namespace tunecnn {
@@ -16,6 +17,7 @@ namespace {
 
 const Im2colGemmSolver kIm2colGemm;
 const MecSolver kMec;
+const PointwiseGemmSolver kPointwiseGemm;
 const WinogradF2x3Solver kWinogradF2x3;
 const DirectChwnSolver kDirectChwn;
 const DepthwiseDirectSolver kDepthwiseDirect;
@@ -25,9 +27,10 @@ const DirectConvSolver kDirect;
 
 // Preference order when nothing has been tuned; the reference comes last as the fallback. The
 // depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel);
-// the direct kernel, fastest on the CPU, comes first of them.
-const std::array<const ConvSolver*, 8> kCpuSolvers = {
-    &kIm2colGemm,      &kMec,      &kWinogradF2x3,     &kDirectChwn,
+// the direct kernel, fastest on the CPU, comes first of them. pointwise_gemm runs only NHWC and
+// CHWN, so it is never the NCHW default.
+const std::array<const ConvSolver*, 9> kCpuSolvers = {
+    &kIm2colGemm,      &kMec,      &kPointwiseGemm,    &kWinogradF2x3, &kDirectChwn,
     &kDepthwiseDirect, &kDiagonal, &kChannelByChannel, &kDirect};
 
 }  // namespace
