@@ -119,10 +119,12 @@ class ConvSearch {
     t.workspace_bytes = [this, &solver](const TuneConfig& c) { return solver.workspace_bytes(problem_, c); };
     if (!is_direct(solver))
       t.verify = [this, &solver, layout](const TuneConfig& c) { return verify(solver, layout, c); };
-    t.run = [this, &solver, layout](const TuneConfig& c, std::size_t bytes) {
-      const ConvArgs& args = timing_args(layout);
+    // Made here, not in the first timed call: filling and converting the arguments would count
+    // against whichever candidate comes first in a layout, and get it pruned as hopeless.
+    const ConvArgs* args = &timing_args(layout);
+    t.run = [this, &solver, args](const TuneConfig& c, std::size_t bytes) {
       Storage storage(bytes, Device::cpu);
-      solver.run(problem_, c, args, Workspace{bytes ? storage.data() : nullptr, bytes});
+      solver.run(problem_, c, *args, Workspace{bytes ? storage.data() : nullptr, bytes});
     };
     return t;
   }

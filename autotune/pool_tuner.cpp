@@ -119,8 +119,10 @@ class PoolSearch {
     t.configs = solver.configs(problem_);
     if (&solver != &direct_pool_solver())
       t.verify = [this, &solver, layout](const TuneConfig& c) { return verifier().check(solver, c, layout); };
-    t.run = [this, &solver, layout](const TuneConfig& c, std::size_t) {
-      solver.run(problem_, c, timing_args(layout));
+    // Made before timing: see the conv tuner.
+    const PoolArgs* args = &timing_args(layout);
+    t.run = [this, &solver, args](const TuneConfig& c, std::size_t) {
+      solver.run(problem_, c, *args);
     };
     return t;
   }
