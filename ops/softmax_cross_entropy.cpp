@@ -6,25 +6,14 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-// GCC 12 reports false uninitialised reads inside the AVX-512 intrinsics Eigen's exp and max use
-// (_mm512_undefined_ps, GCC PR 105593, fixed in GCC 13); the diagnostic is attributed to the
-// intrinsics header, so it is silenced only where that header enters this file.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
 #include <algorithm>
 #include <cmath>
 
+#include "ops/softmax/eigen_rows.h"
 #include "ops/softmax/plan.h"
 
 namespace tunecnn {
 namespace {
-
-template <class T>
-using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 void check_logits(const Tensor& logits) {
   TUNECNN_CHECK(logits.ndim() == 2 && logits.dim(1) > 0,

@@ -19,20 +19,12 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-// See ops/softmax/fused.cpp: GCC 12's false -Wmaybe-uninitialized inside Eigen's AVX-512 paths.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
 #include <cmath>
+
+#include "ops/softmax/eigen_rows.h"
 
 namespace tunecnn {
 namespace {
-
-template <class T>
-using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // One sweep over all rows, parallel over rows.
 template <class Body>
@@ -69,11 +61,7 @@ void run_passes(const SoftmaxProblem& p, const T* logits, const std::vector<std:
 }  // namespace
 
 bool FivePassSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::string* why) const {
-  if (problem.rows <= 0 || problem.classes <= 0) {
-    if (why) *why = "needs at least one row and one class";
-    return false;
-  }
-  return true;
+  return softmax_problem_well_formed(problem, why);
 }
 
 double FivePassSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,

@@ -15,27 +15,14 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-// GCC 12 reports false uninitialised reads inside the AVX-512 intrinsics Eigen's exp and max use
-// (_mm512_undefined_ps, GCC PR 105593, fixed in GCC 13); the diagnostic is attributed to the
-// intrinsics header, so it is silenced only where that header enters this file. The fixed-size
-// reductions below hit the definite form of the same false report (-Wuninitialized).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
 #include <algorithm>
 #include <cmath>
 
 #include "core/threading.h"
+#include "ops/softmax/eigen_rows.h"
 
 namespace tunecnn {
 namespace {
-
-template <class T>
-using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 std::int64_t chunks_per_row(int classes) {
   return (classes + kFusedChunkClasses - 1) / kFusedChunkClasses;
@@ -173,11 +160,7 @@ bool fused_softmax_splits_rows(const SoftmaxProblem& problem, int threads) {
 }
 
 bool FusedSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::string* why) const {
-  if (problem.rows <= 0 || problem.classes <= 0) {
-    if (why) *why = "needs at least one row and one class";
-    return false;
-  }
-  return true;
+  return softmax_problem_well_formed(problem, why);
 }
 
 double FusedSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,

@@ -71,4 +71,10 @@ double mean_row_loss(const std::vector<double>& row_loss) {
   return row_loss.empty() ? 0.0 : total / static_cast<double>(row_loss.size());
 }
 
+bool softmax_problem_well_formed(const SoftmaxProblem& problem, std::string* why) {
+  if (problem.rows > 0 && problem.classes > 0) return true;
+  if (why) *why = "needs at least one row and one class";
+  return false;
+}
+
 }  // namespace tunecnn

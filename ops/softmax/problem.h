@@ -29,6 +29,9 @@ SoftmaxProblem parse_softmax_key(std::string_view key);
 // with at least one class.
 SoftmaxProblem softmax_problem_of(const Tensor& logits);
 
+// The guard every solver's applicable() starts with: at least one row and one class.
+bool softmax_problem_well_formed(const SoftmaxProblem& problem, std::string* why);
+
 // The checks every solver's run() makes before touching memory: the problem is valid, logits and
 // grad are CPU tensors of its shape and dtype, and each label is a class index ("label 4 in row 2
 // is outside [0, 4)").
