@@ -80,12 +80,13 @@ double call_seconds(const Cell& cell, const ConvProblem& fwd, const ConvArgs& ar
 // The config with the lowest median of three calls (a one-config solver skips the sweep).
 void choose_config(Cell& cell, const ConvProblem& fwd, const ConvArgs& args) {
   const ConvProblem p = fwd.with_dir(cell.dir);
+  const std::vector<TuneConfig> configs = cell.method.solver->configs(p);
   double best = 0;
-  for (const TuneConfig& config : cell.method.solver->configs(p)) {
+  for (const TuneConfig& config : configs) {
     Cell trial = cell;
     trial.config = config;
     trial.workspace = cell.method.solver->workspace_bytes(p, config);
-    if (cell.method.solver->configs(p).size() == 1) {
+    if (configs.size() == 1) {
       cell = trial;
       return;
     }
