@@ -52,7 +52,7 @@ int bench_train(int argc, const char* const* argv) {
   const Shape input =
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(cli.get("model"));
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
-  auto model = build_model(cli.get("model"), ModelOptions{input, classes}, rng);
+  auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}}, rng);
   if (cli.get("tune") != "off") {
     const std::map<std::string, std::string> fields = cpu_fingerprint().fields();
     auto tuner = std::make_shared<TunedPlanner>(

@@ -80,7 +80,7 @@ void DataLoader::start_epoch(int epoch, std::int64_t first_batch) {
     finished_ = false;
   }
   started_ = true;
-  producer_ = std::thread(&DataLoader::produce, this, epoch_order(epoch), first_batch);
+  producer_ = std::thread(&DataLoader::produce, this, epoch, epoch_order(epoch), first_batch);
 }
 
 bool DataLoader::next(Batch& out) {
@@ -97,12 +97,12 @@ bool DataLoader::next(Batch& out) {
   return true;
 }
 
-void DataLoader::produce(std::vector<std::int64_t> order, std::int64_t first_batch) {
+void DataLoader::produce(int epoch, std::vector<std::int64_t> order, std::int64_t first_batch) {
   const std::int64_t total = batches_per_epoch();
   for (std::int64_t b = first_batch; b < total; ++b) {
     Slot slot;
     try {
-      slot.batch = assemble(order, b);
+      slot.batch = assemble(epoch, order, b);
     } catch (...) {
       slot.error = std::current_exception();
     }
@@ -116,7 +116,8 @@ void DataLoader::produce(std::vector<std::int64_t> order, std::int64_t first_bat
   ready_.notify_all();
 }
 
-Batch DataLoader::assemble(const std::vector<std::int64_t>& order, std::int64_t batch) const {
+Batch DataLoader::assemble(int epoch, const std::vector<std::int64_t>& order,
+                           std::int64_t batch) const {
   const std::int64_t begin = batch * options_.batch_size;
   const std::int64_t count = std::min<std::int64_t>(options_.batch_size, dataset_->size() - begin);
   const Shape example = dataset_->example_shape();
@@ -129,9 +130,17 @@ Batch DataLoader::assemble(const std::vector<std::int64_t>& order, std::int64_t 
   out.labels.resize(static_cast<std::size_t>(count));
   out.first_index = begin;
   float* images = out.images.data<float>();
+  // Keyed by the example, not its position, so a crop does not depend on the batch size.
+  const std::uint64_t epoch_draws = epoch_seed(options_.seed ^ 0xA5A5A5A5A5A5A5A5ull, epoch);
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count), [&](const auto& range) {
-    for (std::int64_t i = range.begin(); i < range.end(); ++i)
-      out.labels[i] = dataset_->get(order[begin + i], images + i * example_size);
+    for (std::int64_t i = range.begin(); i < range.end(); ++i) {
+      const std::int64_t index = order[begin + i];
+      float* example = images + i * example_size;
+      out.labels[i] = options_.augment
+          ? dataset_->get_augmented(index, example,
+                                    splitmix64(epoch_draws ^ static_cast<std::uint64_t>(index)))
+          : dataset_->get(index, example);
+    }
   });
   return out;
 }

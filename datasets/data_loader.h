@@ -21,6 +21,8 @@ struct DataLoaderOptions {
   std::uint64_t seed = 0;
   bool drop_last = false;  // drop the last, smaller batch of an epoch
   int prefetch = 2;        // batches assembled ahead of the consumer
+  // Serve Dataset::get_augmented (random crops and flips) rather than get: training sets.
+  bool augment = false;
 };
 
 // One consumer: start_epoch and next are called from the same thread.
@@ -60,8 +62,8 @@ class DataLoader {
   bool finished_ = true;
   bool started_ = false;
 
-  void produce(std::vector<std::int64_t> order, std::int64_t first_batch);
-  Batch assemble(const std::vector<std::int64_t>& order, std::int64_t batch) const;
+  void produce(int epoch, std::vector<std::int64_t> order, std::int64_t first_batch);
+  Batch assemble(int epoch, const std::vector<std::int64_t>& order, std::int64_t batch) const;
   bool push(Slot slot);
   void stop_producer();
 };

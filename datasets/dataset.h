@@ -23,8 +23,19 @@ class Dataset {
   virtual Shape example_shape() const = 0;  // {C, H, W}
   virtual int num_classes() const = 0;
   virtual std::string describe() const = 0;  // "Fashion-MNIST train, 60000 images 1x28x28"
-  // Writes example `index` (C*H*W floats) to `out` and returns its label. Thread-safe.
+  // Writes example `index` (C*H*W floats) to `out` and returns its label. Thread-safe. This is
+  // the evaluation view: no random transform (a centre crop where the data is cropped).
   virtual std::int32_t get(std::int64_t index, float* out) const = 0;
+  // The training view: example `index` under random transform number `draw` (crop position,
+  // flip). Loaders mix `draw` from (seed, epoch, index), so each epoch sees new crops while a
+  // rerun or a resumed run sees the same ones. Thread-safe. Without random transforms: get().
+  virtual std::int32_t get_augmented(std::int64_t index, float* out, std::uint64_t draw) const {
+    (void)draw;
+    return get(index, out);
+  }
+  // Files that could not be decoded so far and were replaced by another example (each named
+  // in a warning when first met); 0 for data held in memory.
+  virtual std::int64_t skipped_files() const { return 0; }
 };
 
 }  // namespace tunecnn

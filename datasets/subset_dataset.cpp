@@ -20,4 +20,9 @@ std::int32_t SubsetDataset::get(std::int64_t index, float* out) const {
   return base_->get(index, out);
 }
 
+std::int32_t SubsetDataset::get_augmented(std::int64_t index, float* out, std::uint64_t draw) const {
+  TUNECNN_CHECK(index >= 0 && index < count_, describe(), ": example ", index, " out of range");
+  return base_->get_augmented(index, out, draw);
+}
+
 }  // namespace tunecnn

@@ -14,6 +14,8 @@ class SubsetDataset final : public Dataset {
   int num_classes() const override { return base_->num_classes(); }
   std::string describe() const override;
   std::int32_t get(std::int64_t index, float* out) const override;
+  std::int32_t get_augmented(std::int64_t index, float* out, std::uint64_t draw) const override;
+  std::int64_t skipped_files() const override { return base_->skipped_files(); }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -49,9 +49,8 @@ std::shared_ptr<Sequential> build_alexnet(const ModelOptions& options, Rng& rng)
   const Shape expected{3, kSide, kSide};
   TUNECNN_CHECK(options.input_shape == expected, "alexnet needs input ", shape_str(expected),
                 " (C,H,W), got ", shape_str(options.input_shape));
-  // ModelOptions carries no dropout RNG, so the model seeds its own from `rng`: runs are
-  // reproducible from the seed, but this RNG's state is not in the trainer's checkpoints.
-  auto dropout_rng = std::make_shared<Rng>(rng.next_u64());
+  // The trainer passes its dropout RNG, whose state goes into checkpoints.
+  auto dropout_rng = options.dropout_rng ? options.dropout_rng : std::make_shared<Rng>(rng.next_u64());
   auto net = std::make_shared<Sequential>();
   add_conv(*net, 1, 3, 96, 11, 4, 0, rng);
   add_pool(*net, 1);

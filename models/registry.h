@@ -12,6 +12,9 @@ namespace tunecnn {
 struct ModelOptions {
   Shape input_shape{1, 28, 28};  // C, H, W of one example
   int num_classes = 10;
+  // Shared by the model's dropout layers; the trainer keeps it in its checkpoints, so a resumed
+  // run drops the same units. Null: the model seeds its own from the build RNG.
+  std::shared_ptr<Rng> dropout_rng;
 };
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options, Rng& rng);

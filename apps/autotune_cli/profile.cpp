@@ -178,7 +178,7 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   DefaultPlannerScope scope(tuner);  // before the model is built: its conv layers take it
   Rng rng(1);
   const Shape example = example_shape(data, o.get("model"));
-  auto model = build_model(o.get("model"), ModelOptions{example, data.classes}, rng);
+  auto model = build_model(o.get("model"), ModelOptions{example, data.classes, {}}, rng);
   NetworkPlanner planner(tuner);
   planner.on_profile = [&err](int index, int count, const std::string& key) {
     err << "[" << index << "/" << count << "] " << key << "\n" << std::flush;

@@ -114,13 +114,16 @@ void Run::setup() {
   if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
   if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
   install_tuner();  // before the model exists, so its conv layers take the tuned planner
-  ModelOptions model_options{data_.train->example_shape(), data_.train->num_classes()};
+  const ModelOptions model_options{.input_shape = data_.train->example_shape(),
+                                   .num_classes = data_.train->num_classes(),
+                                   .dropout_rng = dropout_rng_};
   model_ = build_model(o_.model, model_options, rng_);
   sgd_ = std::make_unique<Sgd>(model_->parameters(),
                                SgdOptions{o_.lr, o_.momentum, o_.weight_decay, o_.nesterov});
   schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma);
   loader_ = std::make_unique<DataLoader>(
-      data_.train, DataLoaderOptions{.batch_size = o_.batch_size, .shuffle = true, .seed = o_.seed});
+      data_.train,
+      DataLoaderOptions{.batch_size = o_.batch_size, .shuffle = true, .seed = o_.seed, .augment = true});
   if (o_.quiet) return;
   out_ << "tunecnn " << TUNECNN_VERSION << ": " << cpu_fingerprint().summary() << "\n";
   if (const std::optional<GpuFingerprint> gpu = gpu_fingerprint()) out_ << "gpu: " << gpu->summary() << "\n";
