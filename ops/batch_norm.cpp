@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/channel_view.h"
+
 // GCC 12's false uninitialised reads inside Eigen's AVX-512 double reductions (GCC PR 105593);
 // see ops/softmax/fused.cpp.
 #pragma GCC diagnostic push
@@ -65,16 +67,8 @@ struct View {
 };
 
 View view_of(const Tensor& x) {
-  const std::int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
-  switch (x.layout()) {
-    case Layout::NCHW:
-      return {n, c, hw};
-    case Layout::CHWN:
-      return {1, c, hw * n};
-    case Layout::NHWC:
-      return {n * hw, c, 1};
-  }
-  TUNECNN_FAIL("batch_norm: unknown layout of ", x.describe());
+  const ChannelView c = channel_view(x, "batch_norm");
+  return {c.outer, c.channels, c.inner};
 }
 
 // The runs shape: every run cut into `count` pieces of at most `length` elements, numbered
