@@ -3,6 +3,7 @@
 #include <string>
 
 #include "apps/training/cli.h"
+#include "apps/training/data_sources.h"
 #include "apps/training/trainer.h"
 #include "autotune/tuned_planner.h"
 #include "core/error.h"
@@ -20,18 +21,24 @@ tunecnn::CommandLine make_command_line() {
   cli.option("model", "lenet", "model to train: " + models + " (mobilenet-W-R: width W 1.0, "
                                "0.75, 0.5 or 0.25, resolution R 224, 192, 160 or 128, e.g. "
                                "mobilenet-0.5-128)");
-  cli.option("data", "fashion-mnist", "data set: mnist, fashion-mnist, or imagenet (an "
-                                      "ImageNet-style folder of JPEGs, cropped to the model's "
-                                      "input side)");
-  cli.option("data-dir", "", "folder of the data set (default for fashion-mnist: "
-                             "/usr/share/datasets/fashion-mnist; for imagenet a folder holding "
-                             "train/ and val/, each with one folder of images per class)");
+  cli.option("data", "fashion-mnist", "data set: " + tunecnn::data_set_names() + ". cifar10 "
+                                      "and imagenet are served as random crops of the model's "
+                                      "input side with flips for training, centre crops for "
+                                      "testing; synthetic is made-up images of the model's shape");
+  cli.option("data-dir", "", "where the data set is (default for fashion-mnist: "
+                             "/usr/share/datasets/fashion-mnist). mnist: the idx files' folder; "
+                             "cifar10: cifar-10-binary.tar.gz or its cifar-10-batches-bin folder; "
+                             "imagenet: a folder holding train/ and val/, each with one folder of "
+                             "images per class (or a flat val/ and DIR/val_labels.txt)");
   cli.option("epochs", "2", "number of epochs");
   cli.option("batch-size", "64", "examples per step");
   cli.option("lr", "0.02", "initial learning rate");
   cli.option("schedule", "cosine", "learning-rate schedule: const, step or cosine");
   cli.option("step-epochs", "1", "with --schedule step: epochs between decays");
   cli.option("gamma", "0.1", "with --schedule step: decay factor");
+  cli.option("warmup-epochs", "0", "ramp the learning rate up linearly over the first E epochs "
+                                   "(fractions allowed), then follow --schedule; lets nets without "
+                                   "normalisation such as cifar and alexnet take a larger --lr");
   cli.option("momentum", "0.9", "SGD momentum");
   cli.option("weight-decay", "5e-4", "L2 weight decay");
   cli.flag("nesterov", "use Nesterov momentum");
@@ -68,6 +75,7 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.schedule = cli.get("schedule");
   o.step_epochs = cli.get_double("step-epochs");
   o.gamma = cli.get_double("gamma");
+  o.warmup_epochs = cli.get_double("warmup-epochs");
   o.momentum = cli.get_double("momentum");
   o.weight_decay = cli.get_double("weight-decay");
   o.nesterov = cli.has("nesterov");

@@ -39,12 +39,32 @@ std::string CosineLr::describe() const {
          std::to_string(total_epochs_) + " epochs";
 }
 
+WarmupLr::WarmupLr(std::unique_ptr<LrSchedule> after, double warmup_epochs)
+    : after_(std::move(after)), warmup_epochs_(warmup_epochs) {
+  TUNECNN_CHECK(warmup_epochs > 0, "warmup needs a positive length in epochs, got ", warmup_epochs);
+}
+
+// The ramp starts at 1/50 of the rate, not 0, so the first step already moves the weights.
+double WarmupLr::lr_at(double progress) const {
+  const double rate = after_->lr_at(progress);
+  if (progress >= warmup_epochs_) return rate;
+  constexpr double kStart = 0.02;
+  return rate * (kStart + (1.0 - kStart) * std::max(progress, 0.0) / warmup_epochs_);
+}
+
+std::string WarmupLr::describe() const {
+  return after_->describe() + ", linear warmup over " + std::to_string(warmup_epochs_) + " epochs";
+}
+
 std::unique_ptr<LrSchedule> make_lr_schedule(const std::string& name, double lr, double total_epochs,
-                                             double step_epochs, double gamma) {
-  if (name == "const") return std::make_unique<ConstantLr>(lr);
-  if (name == "step") return std::make_unique<StepLr>(lr, step_epochs, gamma);
-  if (name == "cosine") return std::make_unique<CosineLr>(lr, total_epochs);
-  TUNECNN_FAIL("unknown learning-rate schedule '", name, "' (expected const, step or cosine)");
+                                             double step_epochs, double gamma, double warmup_epochs) {
+  std::unique_ptr<LrSchedule> schedule;
+  if (name == "const") schedule = std::make_unique<ConstantLr>(lr);
+  else if (name == "step") schedule = std::make_unique<StepLr>(lr, step_epochs, gamma);
+  else if (name == "cosine") schedule = std::make_unique<CosineLr>(lr, total_epochs);
+  else TUNECNN_FAIL("unknown learning-rate schedule '", name, "' (expected const, step or cosine)");
+  if (warmup_epochs <= 0) return schedule;
+  return std::make_unique<WarmupLr>(std::move(schedule), warmup_epochs);
 }
 
 }  // namespace tunecnn

@@ -9,6 +9,7 @@
 
 #include "apps/training/trainer.h"
 #include "core/checkpoint.h"
+#include "core/error.h"
 #include "core/tensor_math.h"
 #include "tests/support/test_data.h"
 
@@ -44,6 +45,41 @@ TEST(Training, LossFallsAndAccuracyRisesOnRealMnist) {
   EXPECT_LT(r.epochs[0].train_loss, 2.0);  // below chance (ln 10 = 2.30)
   EXPECT_GT(r.epochs[1].test_acc, 0.85);   // 2048 training images are enough for this
   EXPECT_GE(r.epochs[1].test_acc, r.epochs[0].test_acc - 0.01);
+}
+
+TEST(Training, SyntheticDataNeedsNoFilesAndIsLearnable) {
+  TrainOptions o = mnist_options();
+  o.data = "synthetic";  // 1x28x28 like LeNet's input; the class patterns are learnable
+  o.data_dir.clear();
+  o.train_limit = 512;
+  o.test_limit = 256;
+  TrainResult r;
+  run_quiet(o, &r);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_GT(r.epochs[1].test_acc, 0.5);  // chance is 0.1
+  EXPECT_GE(r.epochs[1].test_top5, r.epochs[1].test_acc);
+  EXPECT_LE(r.epochs[1].test_top5, 1.0);
+}
+
+TEST(Training, ModelAndDataShapesThatDoNotFitAreAnErrorBeforeTraining) {
+  TrainOptions o = mnist_options();
+  o.data = "cifar10";
+  o.data_dir = testing::shared_data_dir() / "cifar-10-binary.tar.gz";
+  try {
+    run_quiet(o);
+    FAIL() << "lenet on cifar10 should not start";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("use --model cifar"), std::string::npos) << e.what();
+  }
+  o.data = "cifar10-typo";
+  try {
+    run_quiet(o);
+    FAIL() << "an unknown data set should not start";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mnist, fashion-mnist, cifar10, imagenet or synthetic"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(Training, InterruptedRunResumesExactly) {
@@ -143,7 +179,7 @@ TEST(Training, CsvLogHasHeaderAndOneRowPerEpoch) {
   std::ifstream in(o.log_csv);
   std::string header, row1, row2, extra;
   std::getline(in, header), std::getline(in, row1), std::getline(in, row2);
-  EXPECT_EQ(header.rfind("epoch,train_loss,train_acc,test_loss,test_acc,images_per_s,seconds", 0), 0u);
+  EXPECT_EQ(header.rfind("epoch,train_loss,train_acc,test_loss,test_acc,test_top5,images_per_s,seconds", 0), 0u);
   EXPECT_EQ(row1.rfind("1,", 0), 0u);
   EXPECT_EQ(row2.rfind("2,", 0), 0u);
   EXPECT_FALSE(std::getline(in, extra));

@@ -8,7 +8,7 @@
 
 namespace tunecnn {
 namespace {
-constexpr const char* kHeader = "epoch,train_loss,train_acc,test_loss,test_acc,images_per_s,seconds,lr";
+constexpr const char* kHeader = "epoch,train_loss,train_acc,test_loss,test_acc,test_top5,images_per_s,seconds,lr";
 }
 
 CsvLog::CsvLog(std::filesystem::path path, int keep_epochs) : path_(std::move(path)) {
@@ -23,8 +23,8 @@ CsvLog::CsvLog(std::filesystem::path path, int keep_epochs) : path_(std::move(pa
 
 void CsvLog::append(const EpochMetrics& m) {
   char row[256];
-  std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g", m.epoch, m.train_loss,
-                m.train_acc, m.test_loss, m.test_acc, m.images_per_s, m.seconds, m.lr);
+  std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.1f,%.3f,%.6g", m.epoch, m.train_loss,
+                m.train_acc, m.test_loss, m.test_acc, m.test_top5, m.images_per_s, m.seconds, m.lr);
   rows_.emplace_back(row);
   std::string text = std::string(kHeader) + "\n";
   for (const std::string& r : rows_) text += r + "\n";

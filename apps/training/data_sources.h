@@ -12,10 +12,17 @@ struct DataSplits {
   std::shared_ptr<const Dataset> train, test;
 };
 
+// "mnist, fashion-mnist, cifar10, imagenet or synthetic", for help and error messages.
+std::string data_set_names();
 std::filesystem::path default_data_dir(const std::string& data);  // empty when there is none
-// mnist and fashion-mnist have a fixed size; "imagenet" (a folder DIR/train, DIR/val of class
-// folders of JPEGs, datasets/image_folder.h) is cropped to image_side x image_side, the side of
-// the model's input (models/registry.h model_input_shape).
-DataSplits load_data(const std::string& data, const std::filesystem::path& dir, int image_side);
+// Loads `data` for a model whose examples are `model_input` (C, H, W):
+// - mnist, fashion-mnist: idx files in DIR, 1x28x28 whatever the model;
+// - cifar10: the .tar.gz as distributed or its extracted folder; 32x32 images served as random
+//   crops of the model's side (24 for the cifar net) with flips for training, centre crops for test;
+// - imagenet: DIR/train and DIR/val, folders of JPEGs per class (datasets/image_folder.h),
+//   decoded while training runs: shorter side resized to side * 256 / 224, random crops and flips
+//   of the model's side for training, centre crops for evaluation;
+// - synthetic: made-up learnable images of the model's shape (datasets/synthetic.h), no DIR.
+DataSplits load_data(const std::string& data, const std::filesystem::path& dir, const Shape& model_input);
 
 }  // namespace tunecnn

@@ -64,6 +64,21 @@ std::int64_t count_correct(const Tensor& logits, const std::vector<std::int32_t>
   return correct;
 }
 
+// Examples whose label is among the k highest logits: fewer than k classes score strictly
+// higher (a tie with the label counts in its favour, as ImageNet's top-5 is usually scored).
+std::int64_t count_in_top_k(const Tensor& logits, const std::vector<std::int32_t>& labels, int k) {
+  const std::int64_t classes = logits.shape()[1];
+  const float* rows = logits.data<float>();
+  std::int64_t correct = 0;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const float* row = rows + static_cast<std::int64_t>(i) * classes;
+    const float label_score = row[labels[i]];
+    const auto higher = std::count_if(row, row + classes, [&](float s) { return s > label_score; });
+    correct += higher < k;
+  }
+  return correct;
+}
+
 class Run {
  public:
   Run(const TrainOptions& options, std::ostream& out)
@@ -102,15 +117,17 @@ class Run {
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
   EpochMetrics evaluate_epoch();
+  std::string top5_text(const EpochMetrics& metrics) const;
+  std::string skipped_text() const;
   void print_plans(const Tensor& logits);
 };
 
 void Run::setup() {
   set_num_threads(o_.threads);
-  // Image folders are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227); an
-  // unknown model fails here, before the data loads.
+  // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
+  // an unknown model fails here, before the data loads.
   const Shape model_input = model_input_shape(o_.model);
-  data_ = load_data(o_.data, o_.data_dir, static_cast<int>(model_input[1]));
+  data_ = load_data(o_.data, o_.data_dir, model_input);
   if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
   if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
   install_tuner();  // before the model exists, so its conv layers take the tuned planner
@@ -120,7 +137,8 @@ void Run::setup() {
   model_ = build_model(o_.model, model_options, rng_);
   sgd_ = std::make_unique<Sgd>(model_->parameters(),
                                SgdOptions{o_.lr, o_.momentum, o_.weight_decay, o_.nesterov});
-  schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma);
+  schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma,
+                               o_.warmup_epochs);
   loader_ = std::make_unique<DataLoader>(
       data_.train,
       DataLoaderOptions{.batch_size = o_.batch_size, .shuffle = true, .seed = o_.seed, .augment = true});
@@ -289,12 +307,13 @@ EpochMetrics Run::evaluate_epoch() {
   DataLoader test(data_.test, DataLoaderOptions{.batch_size = kEvalBatch, .shuffle = false, .seed = 0});
   test.start_epoch(0);
   double loss = 0;
-  std::int64_t correct = 0;
+  std::int64_t correct = 0, top5 = 0;
   Batch batch;
   while (test.next(batch)) {
     Variable logits = model_->forward(Variable(batch.images));
     loss += softmax_cross_entropy(logits, batch.labels).data().data<float>()[0] * batch.labels.size();
     correct += count_correct(logits.data(), batch.labels);
+    top5 += count_in_top_k(logits.data(), batch.labels, 5);
   }
   const double n = static_cast<double>(data_.test->size());
   return EpochMetrics{.epoch = epoch_ + 1,
@@ -302,9 +321,25 @@ EpochMetrics Run::evaluate_epoch() {
                       .train_acc = double(sums_.correct) / sums_.seen,
                       .test_loss = loss / n,
                       .test_acc = correct / n,
+                      .test_top5 = top5 / n,
                       .images_per_s = sums_.seen / std::max(sums_.seconds, 1e-9),
                       .seconds = sums_.seconds,
                       .lr = sgd_->lr()};
+}
+
+// Top-5 is ImageNet's figure; with 10 classes or fewer it says little, so it is left out there.
+std::string Run::top5_text(const EpochMetrics& metrics) const {
+  if (data_.train->num_classes() <= 10) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, " (top-5 %.1f%%)", 100 * metrics.test_top5);
+  return text;
+}
+
+std::string Run::skipped_text() const {
+  const std::int64_t skipped = data_.train->skipped_files() + data_.test->skipped_files();
+  if (skipped == 0) return "";
+  return ", " + std::to_string(skipped) + " undecodable file" + (skipped == 1 ? "" : "s") +
+         " skipped so far (named in warnings)";
 }
 
 TrainResult Run::execute() {
@@ -336,8 +371,9 @@ TrainResult Run::execute() {
     if (!o_.quiet)
       out_ << "epoch " << metrics.epoch << "/" << o_.epochs << ": train loss " << metrics.train_loss
            << " acc " << 100 * metrics.train_acc << "%, test loss " << metrics.test_loss << " acc "
-           << 100 * metrics.test_acc << "%, " << static_cast<long>(metrics.images_per_s)
-           << " img/s, " << format_duration(metrics.seconds) << "\n";
+           << 100 * metrics.test_acc << "%" << top5_text(metrics) << ", "
+           << static_cast<long>(metrics.images_per_s) << " img/s, "
+           << format_duration(metrics.seconds) << skipped_text() << "\n";
     if (log) log->append(metrics);
     result.epochs.push_back(metrics);
     ++epoch_;

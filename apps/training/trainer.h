@@ -15,7 +15,7 @@ namespace tunecnn {
 
 struct TrainOptions {
   std::string model = "lenet";
-  std::string data = "fashion-mnist";  // mnist, fashion-mnist or imagenet (data_sources.h)
+  std::string data = "fashion-mnist";  // data_set_names() in data_sources.h
   std::filesystem::path data_dir;  // empty: the data set's default location
   int epochs = 2;
   int batch_size = 64;
@@ -25,6 +25,7 @@ struct TrainOptions {
   bool nesterov = false;
   std::string schedule = "cosine";
   double step_epochs = 1, gamma = 0.1;
+  double warmup_epochs = 0;  // linear warmup of the rate (core/lr_schedule.h WarmupLr)
   std::uint64_t seed = 1;
   int threads = 0;                       // 0: every core
   std::filesystem::path checkpoint_dir;  // empty: no checkpoints
@@ -49,7 +50,8 @@ struct TrainOptions {
 
 struct EpochMetrics {
   int epoch = 0;  // 1-based
-  double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, images_per_s = 0, seconds = 0;
+  double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, test_top5 = 0;
+  double images_per_s = 0, seconds = 0;
   double lr = 0;
 };
 
