@@ -6,7 +6,8 @@
 
 namespace tunecnn {
 
-// AlexNet (Krizhevsky et al. 2012) as one tower on 3x227x227 input, without LRN. See alexnet.cpp.
+// AlexNet (Krizhevsky et al. 2012) as the original single tower on 3x227x227 input, with local
+// response normalisation after conv1 and conv2. See alexnet.cpp.
 std::shared_ptr<Sequential> build_alexnet(const ModelOptions& options, Rng& rng);
 
 }  // namespace tunecnn
