@@ -2,9 +2,12 @@
 """Training throughput, tunecnn against PyTorch, side by side in one run.
 
 Both train the same network on a fixed random batch with SGD (momentum 0.9, weight decay 5e-4):
-LeNet as models/lenet.cpp builds it, or MobileNet v1 as models/mobilenet.cpp builds it (names
+LeNet as models/lenet.cpp builds it, MobileNet v1 as models/mobilenet.cpp builds it (names
 mobilenet, mobilenet-0.5, mobilenet-0.5-128: width multiplier and input side; 3x3 stride-2 conv,
-13 depthwise-separable blocks with BatchNorm and ReLU6, global average pooling, 1000 classes).
+13 depthwise-separable blocks with BatchNorm and ReLU6, global average pooling, 1000 classes), or
+AlexNet as models/alexnet.cpp builds it (the single tower on 3x227x227: five convs, local
+response normalisation after the first two with n 5, alpha 1e-4, beta 0.75, k 2, three max
+pools 3/2, fc 4096 and 4096 with dropout 0.5, 1000 classes).
 Rounds alternate between the two so that noise on the shared machine hits both alike; each round
 reports its median step time, and the summary gives the median over rounds and the ratio. The
 tunecnn side is `bench train`, which plans the model with the autotuner (--tune, --tune-cache)
@@ -12,6 +15,7 @@ before timing. Uses Debian's python3-torch (run with /usr/bin/python3).
 
     apps/bench/train_vs_pytorch.py --bench build/apps/bench --model lenet --batch-size 64
     apps/bench/train_vs_pytorch.py --bench build/apps/bench --model mobilenet-1.0-128 --batch-size 16
+    apps/bench/train_vs_pytorch.py --bench build/apps/bench --model alexnet --batch-size 16
 """
 import argparse
 import re
@@ -32,6 +36,20 @@ def lenet(classes):
         nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
         nn.Conv2d(16, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
         nn.Flatten(), nn.Linear(16 * 7 * 7, 500), nn.ReLU(), nn.Linear(500, classes))
+
+
+def alexnet(classes):
+    # nn.LocalResponseNorm divides alpha by the size, as ops/lrn.h does.
+    lrn = lambda: nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=2.0)
+    conv = lambda cin, cout, kernel, stride=1, padding=0: [
+        nn.Conv2d(cin, cout, kernel, stride, padding), nn.ReLU()]
+    fc = lambda cin: [nn.Linear(cin, 4096), nn.ReLU(), nn.Dropout(0.5)]
+    return nn.Sequential(
+        *conv(3, 96, 11, 4), lrn(), nn.MaxPool2d(3, 2),
+        *conv(96, 256, 5, padding=2), lrn(), nn.MaxPool2d(3, 2),
+        *conv(256, 384, 3, padding=1), *conv(384, 384, 3, padding=1),
+        *conv(384, 256, 3, padding=1), nn.MaxPool2d(3, 2),
+        nn.Flatten(), *fc(256 * 6 * 6), *fc(4096), nn.Linear(4096, classes))
 
 
 def mobilenet_config(name):
@@ -60,10 +78,12 @@ def mobilenet(width, classes):
 def build(model):
     if model == "lenet":
         return lenet(10), (1, 28, 28), 10
+    if model == "alexnet":
+        return alexnet(1000), (3, 227, 227), 1000
     if model.startswith("mobilenet"):
         width, side = mobilenet_config(model)
         return mobilenet(width, 1000), (3, side, side), 1000
-    sys.exit(f"unknown model {model} (lenet, mobilenet[-WIDTH[-RESOLUTION]])")
+    sys.exit(f"unknown model {model} (lenet, alexnet, mobilenet[-WIDTH[-RESOLUTION]])")
 
 
 def torch_images_per_s(model_name, batch, warmup, steps):
@@ -106,7 +126,7 @@ def tunecnn_images_per_s(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench", default="build/apps/bench", help="path to tunecnn's bench app")
-    parser.add_argument("--model", default="lenet", help="lenet or mobilenet[-WIDTH[-RESOLUTION]]")
+    parser.add_argument("--model", default="lenet", help="lenet, alexnet or mobilenet[-WIDTH[-RESOLUTION]]")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
