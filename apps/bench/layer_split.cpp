@@ -8,6 +8,7 @@
 #include "ops/conv/conv2d.h"
 #include "ops/global_avg_pool.h"
 #include "ops/linear.h"
+#include "ops/lrn.h"
 #include "ops/pool/pool2d.h"
 #include "ops/relu.h"
 
@@ -44,6 +45,7 @@ std::string layer_kind(const Module& module) {
     return conv->kernel() == 1 ? "pointwise" : "conv";
   }
   if (dynamic_cast<const BatchNorm2d*>(&module)) return "batchnorm";
+  if (dynamic_cast<const LocalResponseNorm*>(&module)) return "lrn";
   if (dynamic_cast<const ReLU*>(&module)) return "relu";
   if (dynamic_cast<const Pool2d*>(&module) || dynamic_cast<const GlobalAvgPool*>(&module)) return "pool";
   if (dynamic_cast<const Linear*>(&module)) return "linear";
