@@ -1,22 +1,26 @@
-// The reader decodes each file in a TBB task and keeps the results in file order, so the data set
-// (and its warnings) are the same whatever the thread count. Files are read into memory first and
-// handed to stb_image from there: an unreadable file and an undecodable one then report alike.
-// The crop is sampled straight from the source: only the side x side window of the resized image
-// is ever computed.
+// Loading lists files and parses the labels file; nothing is decoded until an example is asked
+// for, so a 1.28M-image split loads in the time a directory walk takes. Each access reads the
+// whole file into memory and hands it to stb_image from there: an unreadable file and an
+// undecodable one then report alike, with stb_image's reason (thread-local in stb_image >= 2.24,
+// so concurrent TBB tasks do not see each other's). Known-bad files are remembered in one atomic
+// flag each, so a bad file costs one failed decode per run, not one per epoch.
 #include "datasets/image_folder.h"
-
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
-#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <vector>
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "core/error.h"
+#include "datasets/image_resize.h"
 
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_ONLY_JPEG
@@ -26,169 +30,358 @@
 #include <stb_image.h>
 
 namespace tunecnn {
+
+namespace fs = std::filesystem;
+
+struct DecodedImage {
+  std::unique_ptr<std::uint8_t, void (*)(void*)> rgb{nullptr, stbi_image_free};  // HWC
+  int width = 0, height = 0;
+};
+
 namespace {
 
 constexpr int kChannels = 3;
 // torchvision's ImageNet evaluation: resize to 256, crop 224.
-constexpr double kResizeRatio = 256.0 / 224.0;
-const std::vector<float> kMean = {0.485f, 0.456f, 0.406f};
-const std::vector<float> kStd = {0.229f, 0.224f, 0.225f};
+constexpr int kResizeNumerator = 256, kResizeDenominator = 224;
+constexpr float kMean[kChannels] = {0.485f, 0.456f, 0.406f};
+constexpr float kStd[kChannels] = {0.229f, 0.224f, 0.225f};
 
-struct ImageFile {
-  std::filesystem::path path;
-  std::int32_t label;
-};
+using Warn = std::function<void(std::string_view)>;
 
-bool is_image(const std::filesystem::path& path) {
+Warn warner(const ImageFolderOptions& options) {
+  if (options.warn) return options.warn;
+  return [](std::string_view message) { std::cerr << "warning: " << message << "\n"; };
+}
+
+ChannelAffine imagenet_normalisation() {
+  ChannelAffine affine;
+  for (int c = 0; c < kChannels; ++c) {
+    affine.scale[c] = 1.0f / (255.0f * kStd[c]);
+    affine.shift[c] = -kMean[c] / kStd[c];
+  }
+  return affine;
+}
+
+// ---- reading and decoding ----
+
+// "" when `bytes` now holds the file, else why not.
+std::string read_file(const fs::path& path, std::vector<unsigned char>& bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "cannot open the file";
+  const std::streamoff size = in.tellg();
+  if (size < 0) return "cannot read the file";
+  if (size == 0) return "the file is empty";
+  if (size > INT_MAX) return "the file is larger than stb_image's 2 GiB limit";
+  bytes.resize(static_cast<std::size_t>(size));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in) return "cannot read the file";
+  return {};
+}
+
+// "" when `out` now holds the image as RGB, else why not.
+std::string decode_image(const fs::path& path, DecodedImage& out) {
+  thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
+  if (std::string why = read_file(path, bytes); !why.empty()) return why;
+  int width = 0, height = 0, channels_in_file = 0;
+  stbi_uc* rgb = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width,
+                                       &height, &channels_in_file, kChannels);
+  if (rgb == nullptr) {
+    const char* reason = stbi_failure_reason();
+    return std::string("not decodable (stb_image: ") + (reason ? reason : "no reason given") + ")";
+  }
+  out.rgb.reset(rgb);
+  out.width = width;
+  out.height = height;
+  return {};
+}
+
+// A crop anywhere in the resized image, mirrored when the draw's low bit is set. Multiply-shift
+// maps 31-32 random bits onto the positions; its bias is below 2^-20 for resized sides under 2048.
+CropWindow random_crop(ResizedSize resized, int side, std::uint64_t draw) {
+  const std::uint64_t columns = static_cast<std::uint64_t>(resized.width - side + 1);
+  const std::uint64_t rows = static_cast<std::uint64_t>(resized.height - side + 1);
+  return {static_cast<int>(((draw >> 32) * columns) >> 32),
+          static_cast<int>((((draw >> 1) & 0x7FFFFFFFu) * rows) >> 31), side, (draw & 1u) != 0};
+}
+
+CropWindow centre_crop(ResizedSize resized, int side) {
+  return {(resized.width - side) / 2, (resized.height - side) / 2, side, false};
+}
+
+// ---- listing ----
+
+bool is_hidden(const fs::path& path) {
+  // Dot entries are tool litter (macOS's ._x.JPEG, .ipynb_checkpoints), never classes or images.
+  return path.filename().string().starts_with('.');
+}
+
+bool is_image(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
-std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& folder,
-                                                  bool directories) {
-  std::vector<std::filesystem::path> out;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-    if (directories ? entry.is_directory() : entry.is_regular_file() && is_image(entry.path()))
-      out.push_back(entry.path());
-  }
+std::vector<fs::path> sorted_subfolders(const fs::path& folder) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && !is_hidden(entry.path())) out.push_back(entry.path());
   std::sort(out.begin(), out.end());
   return out;
 }
 
-// Bilinear with pixel centres aligned (PyTorch's align_corners=False): resized pixel x samples
-// the source at (x + 0.5) * scale - 0.5, clamped to the image.
-struct Taps {
-  std::vector<int> lo, hi;
-  std::vector<float> frac;
+std::vector<fs::path> sorted_images(const fs::path& folder) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_regular_file() && is_image(entry.path()) && !is_hidden(entry.path()))
+      out.push_back(entry.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Listing {
+  std::vector<std::string> classes;
+  std::vector<ImageFile> files;
 };
 
-Taps taps(int source, int resized, int offset, int count) {
-  Taps t;
-  const double scale = static_cast<double>(source) / resized;
-  for (int i = 0; i < count; ++i) {
-    const double at = std::clamp((i + offset + 0.5) * scale - 0.5, 0.0, source - 1.0);
-    const int lo = static_cast<int>(at);
-    t.lo.push_back(lo);
-    t.hi.push_back(std::min(lo + 1, source - 1));
-    t.frac.push_back(static_cast<float>(at - lo));
-  }
-  return t;
+void check_same_classes(const fs::path& folder, const std::vector<std::string>& found,
+                        const std::vector<std::string>& given) {
+  if (given.empty() || found == given) return;
+  std::vector<std::string> missing, unexpected;
+  std::set_difference(given.begin(), given.end(), found.begin(), found.end(),
+                      std::back_inserter(missing));
+  std::set_difference(found.begin(), found.end(), given.begin(), given.end(),
+                      std::back_inserter(unexpected));
+  TUNECNN_FAIL(
+      "image folder ", folder.string(), " has ", found.size(), " class folders but ", given.size(),
+      " classes were given (the training split's)",
+      missing.empty() ? "" : "; missing: ", missing.empty() ? "" : missing.front(),
+      unexpected.empty() ? "" : "; not in the list: ", unexpected.empty() ? "" : unexpected.front(),
+      missing.empty() && unexpected.empty() ? "; the given list is not sorted" : "",
+      ". Every split needs the same class folders");
 }
 
-// `rgb` is HWC, w x h. Resizes the shorter side to round(side * 256 / 224), the other in
-// proportion, and writes the centre side x side window to `out` as CHW.
-void resize_and_crop(const std::uint8_t* rgb, int w, int h, int side, std::uint8_t* out) {
-  const double target = std::round(side * kResizeRatio);
-  const double factor = target / std::min(w, h);
-  const int rw = std::max(side, static_cast<int>(std::lround(w * factor)));
-  const int rh = std::max(side, static_cast<int>(std::lround(h * factor)));
-  const Taps xs = taps(w, rw, (rw - side) / 2, side);
-  const Taps ys = taps(h, rh, (rh - side) / 2, side);
-  const std::size_t plane = static_cast<std::size_t>(side) * side;
-  for (int y = 0; y < side; ++y) {
-    const std::uint8_t* top = rgb + static_cast<std::size_t>(ys.lo[y]) * w * kChannels;
-    const std::uint8_t* bottom = rgb + static_cast<std::size_t>(ys.hi[y]) * w * kChannels;
-    const float fy = ys.frac[y];
-    for (int x = 0; x < side; ++x) {
-      const int l = xs.lo[x] * kChannels, r = xs.hi[x] * kChannels;
-      const float fx = xs.frac[x];
-      for (int c = 0; c < kChannels; ++c) {
-        const float upper = top[l + c] + fx * (top[r + c] - top[l + c]);
-        const float lower = bottom[l + c] + fx * (bottom[r + c] - bottom[l + c]);
-        const float value = upper + fy * (lower - upper);
-        out[c * plane + static_cast<std::size_t>(y) * side + x] =
-            static_cast<std::uint8_t>(std::clamp(std::lround(value), 0L, 255L));
-      }
-    }
+Listing list_class_folders(const fs::path& folder, const std::vector<fs::path>& class_folders,
+                           const ImageFolderOptions& options, const Warn& warn) {
+  Listing listing;
+  for (const fs::path& path : class_folders) listing.classes.push_back(path.filename().string());
+  check_same_classes(folder, listing.classes, options.classes);
+  for (std::size_t label = 0; label < class_folders.size(); ++label) {
+    std::vector<fs::path> images = sorted_images(class_folders[label]);
+    if (images.empty())
+      warn("class folder " + class_folders[label].string() +
+           " holds no images (.jpg, .jpeg, .png); it still " + "counts as class " +
+           std::to_string(label) + " so labels match the other splits");
+    for (fs::path& path : images)
+      listing.files.push_back({std::move(path), static_cast<std::int32_t>(label)});
   }
+  TUNECNN_CHECK(!listing.files.empty(), "image folder ", folder.string(),
+                " holds no images (.jpg, .jpeg, .png) in its ", class_folders.size(),
+                " class folders");
+  return listing;
 }
 
-// Decodes one file into `out` (3 x side x side); returns why it could not, or "" when it did.
-std::string decode(const std::filesystem::path& path, int side, std::uint8_t* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot open the file";
-  const std::vector<char> bytes{std::istreambuf_iterator<char>(in),
-                                std::istreambuf_iterator<char>()};
-  if (in.bad()) return "cannot read the file";
-  int w = 0, h = 0, channels = 0;
-  std::uint8_t* rgb =
-      stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
-                            static_cast<int>(bytes.size()), &w, &h, &channels, kChannels);
-  if (rgb == nullptr) {
-    const char* reason = stbi_failure_reason();
-    return std::string("not decodable (stb_image: ") + (reason ? reason : "no reason") + ")";
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.size() < 10 &&
+         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// One labels file line's label: a class name, else a class index (a name wins, for classes that
+// are themselves numbers).
+std::int32_t parse_label(const std::string& token,
+                         const std::unordered_map<std::string, std::int32_t>& by_name,
+                         const std::vector<std::string>& classes, const std::string& where) {
+  if (auto it = by_name.find(token); it != by_name.end()) return it->second;
+  if (all_digits(token)) {
+    const long long index = std::stoll(token);
+    TUNECNN_CHECK(index < static_cast<long long>(classes.size()), where, ": class index ", token,
+                  " is out of range (", classes.size(), " classes: 0 to ", classes.size() - 1, ")");
+    return static_cast<std::int32_t>(index);
   }
-  resize_and_crop(rgb, w, h, side, out);
-  stbi_image_free(rgb);
-  return {};
+  TUNECNN_FAIL(where, ": unknown class '", token, "' (not one of the ", classes.size(), " classes ",
+               classes.front(), " ... ", classes.back(), ", nor a class index)");
+}
+
+void warn_unlabelled(const fs::path& folder, const fs::path& labels_file,
+                     const std::unordered_map<std::string, std::size_t>& labelled,
+                     const Warn& warn) {
+  std::vector<std::string> unlabelled;
+  for (const fs::path& path : sorted_images(folder))
+    if (!labelled.contains(path.filename().string()))
+      unlabelled.push_back(path.filename().string());
+  if (unlabelled.empty()) return;
+  std::string first;
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, unlabelled.size()); ++i)
+    first += (i ? ", " : "") + unlabelled[i];
+  warn(std::to_string(unlabelled.size()) + " images in " + folder.string() +
+       " have no line in labels file " + labels_file.string() + " and are left out (" + first +
+       (unlabelled.size() > 3 ? ", ..." : "") + ")");
+}
+
+// Lines `filename label`, filename relative to the split folder.
+Listing list_labelled(const fs::path& folder, const fs::path& labels_file,
+                      const ImageFolderOptions& options, const Warn& warn) {
+  TUNECNN_CHECK(!options.classes.empty(), "image folder ", folder.string(),
+                " is read through labels file ", labels_file.string(),
+                ", so it needs the class list (ImageFolderOptions::classes: the "
+                "training split's classes()), which labels name or index");
+  std::ifstream in(labels_file);
+  TUNECNN_CHECK(in.good(), "cannot open labels file ", labels_file.string(), " for ",
+                folder.string());
+  std::unordered_map<std::string, std::int32_t> by_name;
+  for (std::size_t i = 0; i < options.classes.size(); ++i)
+    by_name.emplace(options.classes[i], static_cast<std::int32_t>(i));
+
+  Listing listing{options.classes, {}};
+  std::unordered_map<std::string, std::size_t> line_of;  // filename -> its line
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream fields(line);
+    std::string name, label, extra;
+    if (!(fields >> name)) continue;  // blank or comment only
+    const std::string where =
+        "labels file " + labels_file.string() + " line " + std::to_string(number);
+    TUNECNN_CHECK((fields >> label) && !(fields >> extra), where,
+                  ": expected 'filename label' (label: a class name such as ",
+                  options.classes.front(), ", or a class index), got '", line, "'");
+    const std::int32_t index = parse_label(label, by_name, options.classes, where);
+    const auto [previous, inserted] = line_of.emplace(name, number);
+    TUNECNN_CHECK(inserted, where, ": ", name, " is already labelled on line ", previous->second);
+    TUNECNN_CHECK(fs::is_regular_file(folder / name), where, ": ", (folder / name).string(),
+                  " does not exist");
+    listing.files.push_back({folder / name, index});
+  }
+  TUNECNN_CHECK(!in.bad(), "cannot read labels file ", labels_file.string());
+  TUNECNN_CHECK(!listing.files.empty(), "labels file ", labels_file.string(),
+                " lists no images for ", folder.string());
+  std::sort(listing.files.begin(), listing.files.end(),
+            [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
+  warn_unlabelled(folder, labels_file, line_of, warn);
+  return listing;
 }
 
 // "imagenette-mini" for "data/imagenette-mini/" as for "data/imagenette-mini".
-std::string folder_name(const std::filesystem::path& root) {
-  std::filesystem::path path = std::filesystem::absolute(root).lexically_normal();
+std::string folder_name(const fs::path& root) {
+  fs::path path = fs::absolute(root).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();
   return path.filename().empty() ? root.string() : path.filename().string();
 }
 
+int default_resize_side(int side) {
+  return (side * kResizeNumerator + kResizeDenominator / 2) / kResizeDenominator;
+}
+
 }  // namespace
 
-std::shared_ptr<ImageDataset> load_image_folder(const std::filesystem::path& root,
-                                                const std::string& split,
-                                                const ImageFolderOptions& options) {
-  const std::filesystem::path folder = root / split;
-  TUNECNN_CHECK(options.side > 0, "image folder ", folder.string(), ": side must be positive, got ",
-                options.side);
-  TUNECNN_CHECK(std::filesystem::is_directory(folder), "image folder ", folder.string(),
-                " does not exist (expected ROOT/", split, "/<class>/*.JPEG)");
-  const std::vector<std::filesystem::path> classes = sorted_entries(folder, true);
-  TUNECNN_CHECK(!classes.empty(), "image folder ", folder.string(),
-                " has no class folders (expected ", folder.string(), "/<class>/*.JPEG)");
+// ---- the data set ----
 
-  std::vector<ImageFile> files;
-  for (std::size_t label = 0; label < classes.size(); ++label)
-    for (std::filesystem::path& path : sorted_entries(classes[label], false))
-      files.push_back({std::move(path), static_cast<std::int32_t>(label)});
-  TUNECNN_CHECK(!files.empty(), "image folder ", folder.string(),
-                " holds no images (.jpg, .jpeg, .png) in its ", classes.size(), " class folders");
+ImageFolderDataset::ImageFolderDataset(std::string name, fs::path folder,
+                                       std::vector<std::string> classes,
+                                       std::vector<ImageFile> files,
+                                       const ImageFolderOptions& options)
+    : name_(std::move(name)),
+      folder_(std::move(folder)),
+      classes_(std::move(classes)),
+      files_(std::move(files)),
+      side_(options.side),
+      resize_side_(options.resize_side != 0 ? options.resize_side
+                                            : default_resize_side(options.side)),
+      warn_(warner(options)),
+      bad_(std::make_unique<std::atomic<bool>[]>(files_.size())) {
+  TUNECNN_CHECK(side_ > 0, "image folder ", folder_.string(), ": side must be positive, got ",
+                side_);
+  TUNECNN_CHECK(resize_side_ >= side_, "image folder ", folder_.string(), ": resize side ",
+                resize_side_, " is smaller than the crop side ", side_, "; use at least ", side_,
+                " (or 0 for ", default_resize_side(side_), ")");
+  TUNECNN_CHECK(!files_.empty(), "image folder ", folder_.string(), " holds no images");
+  for (const ImageFile& file : files_)
+    TUNECNN_CHECK(file.label >= 0 && file.label < num_classes(), "image folder ", folder_.string(),
+                  ": ", file.path.string(), " has label ", file.label, " outside the ",
+                  num_classes(), " classes");
+}
 
-  // Every file decodes into its own slot; the slots of skipped files are closed up afterwards.
-  const std::size_t example = static_cast<std::size_t>(kChannels) * options.side * options.side;
-  std::vector<std::uint8_t> pixels(files.size() * example);
-  std::vector<std::string> errors(files.size());
-  tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
-    errors[i] = decode(files[i].path, options.side, pixels.data() + i * example);
-  });
+std::string ImageFolderDataset::describe() const {
+  return name_ + ", " + std::to_string(size()) + " images, " + std::to_string(num_classes()) +
+         " classes, crops " + std::to_string(kChannels) + "x" + std::to_string(side_) + "x" +
+         std::to_string(side_) + " from shorter side " + std::to_string(resize_side_) + ", " +
+         std::to_string(skipped_files()) + " skipped";
+}
 
-  const auto warn = options.warn ? options.warn : [](std::string_view message) {
-    std::cerr << "warning: " << message << "\n";
-  };
-  std::vector<std::int32_t> labels;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (!errors[i].empty()) {
-      warn("skipping " + files[i].path.string() + ": " + errors[i]);
-      continue;
-    }
-    if (labels.size() < i)  // forward copy into an earlier, non-overlapping slot
-      std::copy_n(pixels.begin() + i * example, example, pixels.begin() + labels.size() * example);
-    labels.push_back(files[i].label);
+std::int32_t ImageFolderDataset::get(std::int64_t index, float* out) const {
+  DecodedImage image;
+  const std::int64_t served = decode_or_replace(index, image);
+  const ResizedSize resized = resized_size(image.width, image.height, resize_side_);
+  resize_crop(image.rgb.get(), image.width, image.height, resized, centre_crop(resized, side_),
+              imagenet_normalisation(), out);
+  return files_[served].label;
+}
+
+std::int32_t ImageFolderDataset::get_augmented(std::int64_t index, float* out,
+                                               std::uint64_t draw) const {
+  DecodedImage image;
+  const std::int64_t served = decode_or_replace(index, image);
+  const ResizedSize resized = resized_size(image.width, image.height, resize_side_);
+  resize_crop(image.rgb.get(), image.width, image.height, resized,
+              random_crop(resized, side_, draw), imagenet_normalisation(), out);
+  return files_[served].label;
+}
+
+std::int64_t ImageFolderDataset::decode_or_replace(std::int64_t index, DecodedImage& image) const {
+  const std::int64_t n = size();
+  TUNECNN_CHECK(index >= 0 && index < n, describe(), ": example ", index, " does not exist (0 to ",
+                n - 1, ")");
+  for (std::int64_t step = 0; step < n; ++step) {
+    const std::int64_t i = (index + step) % n;
+    if (bad_[i].load(std::memory_order_relaxed)) continue;
+    const std::string why = decode_image(files_[i].path, image);
+    if (why.empty()) return i;
+    mark_bad(i, why);
   }
-  pixels.resize(labels.size() * example);
-  const std::size_t skipped = files.size() - labels.size();
-  TUNECNN_CHECK(!labels.empty(), "image folder ", folder.string(), ": none of its ", files.size(),
-                " images could be decoded");
+  TUNECNN_FAIL("image folder ", folder_.string(), ": none of its ", n,
+               " images could be decoded (each is named in a warning); check the files, or point "
+               "--data-dir at another copy");
+}
 
-  const Shape shape{kChannels, options.side, options.side};
-  const std::string description =
-      folder_name(root) + " " + split + ", " + std::to_string(labels.size()) + " images " +
-      std::to_string(kChannels) + "x" + std::to_string(options.side) + "x" +
-      std::to_string(options.side) + ", " + std::to_string(classes.size()) + " classes, " +
-      std::to_string(skipped) + " skipped";
-  auto dataset = std::make_shared<ImageDataset>(
-      description, shape, static_cast<int>(classes.size()), std::move(pixels), std::move(labels));
-  dataset->set_normalisation(kMean, kStd);
-  return dataset;
+void ImageFolderDataset::mark_bad(std::int64_t index, const std::string& reason) const {
+  if (bad_[index].exchange(true)) return;  // another thread met it first and warned
+  skipped_.fetch_add(1);
+  warn("skipping " + files_[index].path.string() + ": " + reason +
+       "; the next image that decodes is served in its place");
+}
+
+void ImageFolderDataset::warn(std::string_view message) const {
+  std::lock_guard lock(warn_mutex_);
+  warn_(message);
+}
+
+// ---- loading ----
+
+std::shared_ptr<ImageFolderDataset> load_image_folder(const fs::path& root,
+                                                      const std::string& split,
+                                                      const ImageFolderOptions& options) {
+  const fs::path folder = root / split;
+  TUNECNN_CHECK(fs::is_directory(folder), "image folder ", folder.string(),
+                " does not exist (expected ROOT/", split, "/<class>/*.JPEG, or ROOT/", split,
+                "/*.JPEG with a labels file)");
+  const std::vector<fs::path> class_folders = sorted_subfolders(folder);
+  fs::path labels_file = options.labels_file;
+  if (labels_file.empty() && class_folders.empty() && fs::exists(root / (split + "_labels.txt")))
+    labels_file = root / (split + "_labels.txt");
+  TUNECNN_CHECK(!labels_file.empty() || !class_folders.empty(), "image folder ", folder.string(),
+                " has no class folders and there is no labels file ",
+                (root / (split + "_labels.txt")).string(), " (expected ", folder.string(),
+                "/<class>/*.JPEG, or ", folder.string(),
+                "/*.JPEG with 'filename wnid' lines in that labels file)");
+  TUNECNN_CHECK(labels_file.empty() || fs::is_regular_file(labels_file), "labels file ",
+                labels_file.string(), " for image folder ", folder.string(), " does not exist");
+  const Warn warn = warner(options);
+  Listing listing = labels_file.empty() ? list_class_folders(folder, class_folders, options, warn)
+                                        : list_labelled(folder, labels_file, options, warn);
+  return std::make_shared<ImageFolderDataset>(folder_name(root) + " " + split, folder,
+                                              std::move(listing.classes), std::move(listing.files),
+                                              options);
 }
 
 }  // namespace tunecnn

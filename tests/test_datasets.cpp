@@ -1,14 +1,18 @@
 // The idx reader and MNIST loader against the real files and against damaged copies written
 // here, the DataLoader's ordering, resume, error and shutdown guarantees on tiny datasets, and the
-// image folder reader on imagenette-mini, on PNGs written here with known pixels, and on folders
-// with a corrupt file, no good file, or no folder at all.
+// streaming image folder reader on imagenette-mini, on PNGs written here with known pixels (centre
+// and random crops, flips, area shrinking), on folders with corrupt files, no good file, an empty
+// class or no folder at all, and on flat folders read through a labels file.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 
 #include "core/error.h"
 #include "datasets/data_loader.h"
@@ -556,14 +561,14 @@ TEST(DataLoader, MisuseIsAnError) {
 
 const fs::path kImagenette = testing::shared_data_dir() / "imagenette-mini";
 const fs::path kGoodJpeg = kImagenette / "train" / "n01440764" / "ILSVRC2012_val_00000293.JPEG";
+const std::vector<std::string> kImagenetteClasses = {
+    "n01440764", "n02102040", "n02979186", "n03000684", "n03028079",
+    "n03394916", "n03417042", "n03425413", "n03445777", "n03888257"};
 const float kImagenetMean[] = {0.485f, 0.456f, 0.406f};
 const float kImagenetStd[] = {0.229f, 0.224f, 0.225f};
 
-// One example's pixels back as 0..255 (CHW), undoing the ImageNet normalisation.
-std::vector<double> pixels_of(const Dataset& data, std::int64_t index) {
-  const Shape shape = data.example_shape();
-  std::vector<float> values(shape_numel(shape));
-  data.get(index, values.data());
+// Example values back as 0..255 (CHW), undoing the ImageNet normalisation.
+std::vector<double> unnormalised(const std::vector<float>& values) {
   const std::size_t plane = values.size() / 3;
   std::vector<double> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -571,6 +576,19 @@ std::vector<double> pixels_of(const Dataset& data, std::int64_t index) {
     out[i] = (values[i] * kImagenetStd[c] + kImagenetMean[c]) * 255.0;
   }
   return out;
+}
+
+std::vector<double> pixels_of(const Dataset& data, std::int64_t index, std::int32_t* label = nullptr) {
+  std::vector<float> values(shape_numel(data.example_shape()));
+  const std::int32_t got = data.get(index, values.data());
+  if (label) *label = got;
+  return unnormalised(values);
+}
+
+std::vector<double> augmented_pixels_of(const Dataset& data, std::int64_t index, std::uint64_t draw) {
+  std::vector<float> values(shape_numel(data.example_shape()));
+  data.get_augmented(index, values.data(), draw);
+  return unnormalised(values);
 }
 
 // A PNG of 8-bit pixels, rows of `channels` interleaved values (1 gray, 3 RGB, 4 RGBA).
@@ -610,74 +628,130 @@ Bytes solid(int width, int height, const Bytes& colour) {
   return pixels;
 }
 
+// RGB pixels from fn(x, y) -> {r, g, b}.
+template <class Fn>
+Bytes painted(int width, int height, Fn&& fn) {
+  Bytes pixels;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const Bytes colour = fn(x, y);
+      pixels.insert(pixels.end(), colour.begin(), colour.end());
+    }
+  return pixels;
+}
+
 struct Warnings {
   std::vector<std::string> messages;
-  ImageFolderOptions options(int side) {
-    return {.side = side, .warn = [this](std::string_view m) { messages.emplace_back(m); }};
+  std::function<void(std::string_view)> sink() {
+    return [this](std::string_view m) { messages.emplace_back(m); };
+  }
+  ImageFolderOptions options(int side) { return {.side = side, .warn = sink()}; }
+  int mentioning(const std::string& text) const {
+    return static_cast<int>(std::count_if(messages.begin(), messages.end(), [&](const std::string& m) {
+      return m.find(text) != std::string::npos;
+    }));
   }
 };
 
-TEST(ImageFolderReal, ImagenetteMiniHasItsSizesClassesAndOrder) {
+// The first `count` class folders of imagenette-mini's `split`, copied to root/split.
+void copy_classes(const fs::path& root, const std::string& split, int count) {
+  fs::create_directories(root / split);
+  for (int c = 0; c < count; ++c)
+    fs::copy(kImagenette / split / kImagenetteClasses[c], root / split / kImagenetteClasses[c],
+             fs::copy_options::recursive);
+}
+
+bool all_finite(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+// Sum over pixels of |R - G| + |R - B|.
+double channel_differences(const std::vector<double>& pixels) {
+  const std::size_t plane = pixels.size() / 3;
+  double sum = 0;
+  for (std::size_t j = 0; j < plane; ++j)
+    sum += std::abs(pixels[j] - pixels[plane + j]) + std::abs(pixels[j] - pixels[2 * plane + j]);
+  return sum;
+}
+
+TEST(ImageFolderReal, ImagenetteMiniListsItsFilesAndClasses) {
   Warnings warnings;
   auto train = load_image_folder(kImagenette, "train", warnings.options(128));
-  auto val = load_image_folder(kImagenette, "val", warnings.options(128));
+  auto val = load_image_folder(kImagenette, "val",
+                               {.side = 128, .classes = train->classes(), .warn = warnings.sink()});
   EXPECT_TRUE(warnings.messages.empty()) << warnings.messages.front();
   EXPECT_EQ(train->size(), 160);
   EXPECT_EQ(val->size(), 40);
+  EXPECT_EQ(train->classes(), kImagenetteClasses);
+  EXPECT_EQ(val->classes(), train->classes());
   EXPECT_EQ(train->num_classes(), 10);
-  EXPECT_EQ(val->num_classes(), 10);
   EXPECT_EQ(train->example_shape(), (Shape{3, 128, 128}));
-  EXPECT_EQ(train->describe(), "imagenette-mini train, 160 images 3x128x128, 10 classes, 0 skipped");
-  EXPECT_EQ(val->describe(), "imagenette-mini val, 40 images 3x128x128, 10 classes, 0 skipped");
-  // Classes are the sorted folder names and files come class by class: 16 of each, in order.
-  for (std::int64_t i = 0; i < train->size(); ++i) EXPECT_EQ(train->labels()[i], i / 16) << i;
-  for (std::int64_t i = 0; i < val->size(); ++i) EXPECT_EQ(val->labels()[i], i / 4) << i;
+  EXPECT_EQ(train->resize_side(), 146);  // round(128 * 256 / 224)
+  EXPECT_EQ(train->describe(),
+            "imagenette-mini train, 160 images, 10 classes, crops 3x128x128 from shorter side 146, "
+            "0 skipped");
+  EXPECT_EQ(val->describe(),
+            "imagenette-mini val, 40 images, 10 classes, crops 3x128x128 from shorter side 146, "
+            "0 skipped");
+  // Files come class by class in name order: 16 of each in train, 4 in val.
+  EXPECT_EQ(train->files().front().path, kGoodJpeg);
+  for (std::int64_t i = 0; i < train->size(); ++i) {
+    EXPECT_EQ(train->files()[i].label, i / 16) << i;
+    EXPECT_EQ(train->files()[i].path.parent_path().filename(), kImagenetteClasses[i / 16]) << i;
+  }
+  for (std::int64_t i = 0; i < val->size(); ++i) EXPECT_EQ(val->files()[i].label, i / 4) << i;
+  EXPECT_EQ(train->skipped_files(), 0);
 }
 
-TEST(ImageFolderReal, ValuesAreNormalisedBytes) {
-  auto train = load_image_folder(kImagenette, "train", {.side = 64, .warn = {}});
+TEST(ImageFolderReal, EveryExampleIsFiniteAndTheGrayscaleOnesComeOutGray) {
+  const std::set<std::string> gray = {"train/n02979186/ILSVRC2012_val_00006787.JPEG",
+                                      "train/n03445777/ILSVRC2012_val_00007755.JPEG",
+                                      "train/n03445777/ILSVRC2012_val_00012634.JPEG",
+                                      "val/n03028079/ILSVRC2012_val_00003351.JPEG",
+                                      "val/n03028079/ILSVRC2012_val_00007400.JPEG",
+                                      "val/n03394916/ILSVRC2012_val_00003620.JPEG"};
+  int gray_seen = 0;
   double sum[3] = {0, 0, 0};
-  for (std::int64_t i = 0; i < train->size(); ++i) {
-    const std::vector<double> pixels = pixels_of(*train, i);
-    const std::size_t plane = pixels.size() / 3;
-    for (std::size_t j = 0; j < pixels.size(); ++j) {
-      ASSERT_NEAR(pixels[j], std::round(pixels[j]), 1e-3) << "example " << i;
-      ASSERT_GE(std::round(pixels[j]), 0);
-      ASSERT_LE(std::round(pixels[j]), 255);
-      sum[j / plane] += pixels[j] / 255.0;
+  for (const std::string split : {"train", "val"}) {
+    auto data = load_image_folder(kImagenette, split, {.side = 64, .warn = {}});
+    for (std::int64_t i = 0; i < data->size(); ++i) {
+      std::int32_t label = -1;
+      const std::vector<double> pixels = pixels_of(*data, i, &label);
+      ASSERT_TRUE(all_finite(pixels)) << data->files()[i].path;
+      ASSERT_TRUE(all_finite(augmented_pixels_of(*data, i, 0x1234567890ull * (i + 1))))
+          << data->files()[i].path;
+      EXPECT_EQ(label, data->files()[i].label);
+      const std::string name = fs::relative(data->files()[i].path, kImagenette).generic_string();
+      const double per_pixel = channel_differences(pixels) / (64 * 64);
+      if (gray.contains(name)) {
+        ++gray_seen;
+        EXPECT_LT(per_pixel, 1e-3) << name << ": R, G and B differ";
+      } else {
+        EXPECT_GT(per_pixel, 1.0) << name << ": a colour photograph came out gray";
+      }
+      const std::size_t plane = pixels.size() / 3;
+      for (std::size_t j = 0; j < pixels.size(); ++j) sum[j / plane] += pixels[j] / 255.0;
     }
+    EXPECT_EQ(data->skipped_files(), 0);
   }
+  EXPECT_EQ(gray_seen, 6);
   // Natural photographs: each channel's mean lands near ImageNet's.
   for (int c = 0; c < 3; ++c)
-    EXPECT_NEAR(sum[c] / (train->size() * 64.0 * 64.0), kImagenetMean[c], 0.1) << "channel " << c;
+    EXPECT_NEAR(sum[c] / (200 * 64.0 * 64.0), kImagenetMean[c], 0.1) << "channel " << c;
 }
 
-TEST(ImageFolderReal, GrayscaleJpegsDecodeAsRgb) {
-  const std::vector<fs::path> gray = {
-      kImagenette / "train/n02979186/ILSVRC2012_val_00006787.JPEG",
-      kImagenette / "train/n03445777/ILSVRC2012_val_00007755.JPEG",
-      kImagenette / "train/n03445777/ILSVRC2012_val_00012634.JPEG",
-      kImagenette / "val/n03028079/ILSVRC2012_val_00003351.JPEG",
-      kImagenette / "val/n03028079/ILSVRC2012_val_00007400.JPEG",
-      kImagenette / "val/n03394916/ILSVRC2012_val_00003620.JPEG"};
-  testing::TempDir dir;
-  fs::create_directories(dir.path() / "train" / "gray");
-  fs::create_directories(dir.path() / "train" / "colour");
-  for (const fs::path& file : gray) fs::copy_file(file, dir.path() / "train" / "gray" / file.filename());
-  fs::copy_file(kGoodJpeg, dir.path() / "train" / "colour" / kGoodJpeg.filename());
-  auto data = load_image_folder(dir.path(), "train", {.side = 96, .warn = {}});
-  ASSERT_EQ(data->size(), 7);
-  EXPECT_EQ(data->example_shape(), (Shape{3, 96, 96}));
-  const std::size_t plane = 96 * 96;
-  for (std::int64_t i = 0; i < data->size(); ++i) {
-    const std::vector<double> pixels = pixels_of(*data, i);
-    double differences = 0;
-    for (std::size_t j = 0; j < plane; ++j)
-      differences += std::abs(pixels[j] - pixels[plane + j]) + std::abs(pixels[j] - pixels[2 * plane + j]);
-    if (data->labels()[i] == 1)  // "gray" sorts after "colour"
-      EXPECT_LT(differences, 1e-3 * plane) << "example " << i << ": R, G and B differ";
-    else
-      EXPECT_GT(differences, 10.0 * plane) << "the colour photograph came out gray";
+TEST(ImageFolderReal, ConcurrentAccessGivesTheSerialResults) {
+  auto data = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
+  const std::int64_t n = data->size();
+  std::vector<std::vector<double>> serial, plain(n), augmented(n);
+  for (std::int64_t i = 0; i < n; ++i) serial.push_back(pixels_of(*data, i));
+  tbb::parallel_for(std::int64_t{0}, 2 * n, [&](std::int64_t k) {
+    if (k < n) plain[k] = pixels_of(*data, k);
+    else augmented[k - n] = augmented_pixels_of(*data, k - n, 99);
+  });
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(plain[i], serial[i]) << "example " << i;
+    ASSERT_EQ(augmented[i], augmented_pixels_of(*data, i, 99)) << "example " << i;
   }
 }
 
@@ -689,31 +763,30 @@ TEST(ImageFolder, GrayRgbAndRgbaPngsOfAnyShapeGiveTheirColour) {
   write_plain(cls / "2_rgb.PNG", png_bytes(100, 60, 3, solid(100, 60, {10, 200, 30})));
   write_plain(cls / "3_rgba.png", png_bytes(33, 33, 4, solid(33, 33, {250, 0, 128, 0})));
   write_plain(cls / "4_notes.txt", {'h', 'i'});  // not an image: ignored without a warning
+  write_plain(cls / "._5_litter.png", {'x'});     // hidden: ignored without a warning
   Warnings warnings;
   auto data = load_image_folder(dir.path(), "train", warnings.options(32));
-  EXPECT_TRUE(warnings.messages.empty());
   ASSERT_EQ(data->size(), 3);
   const double expected[3][3] = {{77, 77, 77}, {10, 200, 30}, {250, 0, 128}};
   for (int i = 0; i < 3; ++i) {
-    const std::vector<double> pixels = pixels_of(*data, i);
-    for (std::size_t j = 0; j < pixels.size(); ++j)
-      ASSERT_NEAR(pixels[j], expected[i][j / (32 * 32)], 1e-3) << "image " << i << " value " << j;
+    for (const std::vector<double>& pixels : {pixels_of(*data, i), augmented_pixels_of(*data, i, 7)})
+      for (std::size_t j = 0; j < pixels.size(); ++j)
+        ASSERT_NEAR(pixels[j], expected[i][j / (32 * 32)], 1e-3) << "image " << i << " value " << j;
   }
+  EXPECT_TRUE(warnings.messages.empty()) << warnings.messages.front();
 }
 
-// A 300x150 image, red on the left half and blue on the right: the shorter side is resized to
-// round(32 * 256 / 224) = 37, the longer to 74, and the centre 32 columns straddle the edge
-// evenly, 16 red and 16 blue.
+// A 296x148 image, red on the left half and blue on the right: the shorter side is resized to
+// round(32 * 256 / 224) = 37, a quarter, the longer to 74, and the centre 32 columns (21..52)
+// straddle the edge at 37 evenly, 16 red and 16 blue. Shrinking averages whole 4x4 blocks, so
+// no column mixes the two colours.
 TEST(ImageFolder, WideImageIsResizedAndCentreCropped) {
-  Bytes pixels;
-  for (int y = 0; y < 150; ++y)
-    for (int x = 0; x < 300; ++x) {
-      const Bytes colour = x < 150 ? Bytes{255, 0, 0} : Bytes{0, 0, 255};
-      pixels.insert(pixels.end(), colour.begin(), colour.end());
-    }
   testing::TempDir dir;
   fs::create_directories(dir.path() / "val" / "only");
-  write_plain(dir.path() / "val" / "only" / "wide.png", png_bytes(300, 150, 3, pixels));
+  write_plain(dir.path() / "val" / "only" / "wide.png",
+              png_bytes(296, 148, 3, painted(296, 148, [](int x, int) {
+                          return x < 148 ? Bytes{255, 0, 0} : Bytes{0, 0, 255};
+                        })));
   auto data = load_image_folder(dir.path(), "val", {.side = 32, .warn = {}});
   const std::vector<double> out = pixels_of(*data, 0);
   for (int y = 0; y < 32; ++y)
@@ -724,62 +797,291 @@ TEST(ImageFolder, WideImageIsResizedAndCentreCropped) {
     }
 }
 
-TEST(ImageFolder, CorruptFileIsSkippedWithOneWarningNamingIt) {
+// One-pixel black and white stripes shrunk 4x and 90/37 = 2.43x: every output pixel averages the
+// stripes it covers (exactly half white at 4x, between 1 and 1.43 white stripes of 2.43 at
+// 2.43x); sampling two neighbours, as plain bilinear does, would give black or white bands.
+TEST(ImageFolder, ShrinkingAveragesTheAreaInsteadOfAliasing) {
+  const auto stripes = [](int x, int) {
+    const std::uint8_t v = x % 2 ? 255 : 0;
+    return Bytes{v, v, v};
+  };
   testing::TempDir dir;
-  const fs::path split = dir.path() / "train";
-  fs::create_directories(split / "a_empty");
-  fs::create_directories(split / "b");
-  fs::copy_file(kGoodJpeg, split / "b" / "good.JPEG");
-  Bytes truncated = read_all(kGoodJpeg);
-  truncated.resize(truncated.size() / 2);
-  write_plain(split / "b" / "bad.JPEG", truncated);
-  Warnings warnings;
-  auto data = load_image_folder(dir.path(), "train", warnings.options(64));
-  ASSERT_EQ(warnings.messages.size(), 1u);
-  EXPECT_NE(warnings.messages[0].find((split / "b" / "bad.JPEG").string()), std::string::npos)
-      << warnings.messages[0];
-  EXPECT_EQ(data->size(), 1);
-  EXPECT_EQ(data->num_classes(), 2);  // the empty class folder still takes label 0
-  EXPECT_EQ(data->labels()[0], 1);
-  EXPECT_NE(data->describe().find("1 images 3x64x64, 2 classes, 1 skipped"), std::string::npos)
-      << data->describe();
+  fs::create_directories(dir.path() / "train" / "a");
+  write_plain(dir.path() / "train" / "a" / "1_quarter.png", png_bytes(148, 148, 3, painted(148, 148, stripes)));
+  write_plain(dir.path() / "train" / "a" / "2_ninety.png", png_bytes(90, 90, 3, painted(90, 90, stripes)));
+  auto data = load_image_folder(dir.path(), "train", {.side = 32, .resize_side = 37, .warn = {}});
+  for (const double v : pixels_of(*data, 0)) ASSERT_NEAR(v, 127.5, 1e-3);
+  const double scale = 90.0 / 37.0;
+  for (const double v : pixels_of(*data, 1)) {
+    ASSERT_GE(v, 255 * 1.0 / scale - 1e-2);
+    ASSERT_LE(v, 255 * (scale - 1) / scale + 1e-2);
+  }
 }
 
-TEST(ImageFolder, FolderWithNoDecodableImageIsAnErrorNamingIt) {
+// A 40x36 image whose red value says its column and green its row, at resize_side 36 (no
+// resampling): any crop's corner tells where it was cut, and its pixels must be the source's.
+TEST(ImageFolder, CentreCropRandomCropsAndFlipsOfAKnownImage) {
+  constexpr int kWidth = 40, kHeight = 36, kSide = 32;
+  testing::TempDir dir;
+  fs::create_directories(dir.path() / "train" / "a");
+  write_plain(dir.path() / "train" / "a" / "grid.png",
+              png_bytes(kWidth, kHeight, 3, painted(kWidth, kHeight, [](int x, int y) {
+                          return Bytes{static_cast<std::uint8_t>(6 * x), static_cast<std::uint8_t>(7 * y), 50};
+                        })));
+  auto data = load_image_folder(dir.path(), "train", {.side = kSide, .resize_side = kHeight, .warn = {}});
+  EXPECT_NE(data->describe().find("crops 3x32x32 from shorter side 36"), std::string::npos) << data->describe();
+  struct Crop {
+    int x, y;
+    bool flip;
+    auto operator<=>(const Crop&) const = default;
+  };
+  const auto crop_of = [&](const std::vector<double>& out) {
+    const bool flip = out[1] < out[0];
+    const Crop crop{static_cast<int>(std::lround(out[flip ? kSide - 1 : 0] / 6)),
+                    static_cast<int>(std::lround(out[kSide * kSide] / 7)), flip};
+    for (int y = 0; y < kSide; ++y)
+      for (int x = 0; x < kSide; ++x) {
+        const int source_x = crop.x + (flip ? kSide - 1 - x : x), source_y = crop.y + y;
+        const std::size_t at = static_cast<std::size_t>(y) * kSide + x;
+        EXPECT_NEAR(out[at], 6 * source_x, 1e-3);
+        EXPECT_NEAR(out[kSide * kSide + at], 7 * source_y, 1e-3);
+        EXPECT_NEAR(out[2 * kSide * kSide + at], 50, 1e-3);
+      }
+    return crop;
+  };
+  EXPECT_EQ(crop_of(pixels_of(*data, 0)), (Crop{4, 2, false}));  // the centre
+
+  std::set<Crop> seen;
+  std::map<std::pair<int, int>, std::vector<double>> unflipped;
+  std::uint64_t state = 5;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t draw = state ^ (state >> 29);
+    const std::vector<double> out = augmented_pixels_of(*data, 0, draw);
+    ASSERT_EQ(out, augmented_pixels_of(*data, 0, draw)) << "draw " << draw << " is not repeatable";
+    const Crop crop = crop_of(out);
+    if (::testing::Test::HasFailure()) return;
+    seen.insert(crop);
+    if (!crop.flip) unflipped[{crop.x, crop.y}] = out;
+  }
+  EXPECT_EQ(seen.size(), 9u * 5u * 2u) << "every position (0..8 x 0..4), flipped and not";
+  // The mirror of a flipped crop is the unflipped crop at the same position.
+  std::vector<double> flipped;
+  for (std::uint64_t draw = 0; draw < 64 && flipped.empty(); ++draw) {
+    const std::vector<double> out = augmented_pixels_of(*data, 0, draw);
+    if (crop_of(out).flip) flipped = out;
+  }
+  ASSERT_FALSE(flipped.empty()) << "none of draws 0..63 flips";
+  const Crop at = crop_of(flipped);
+  const std::vector<double>& plain = unflipped.at({at.x, at.y});
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < kSide; ++y)
+      for (int x = 0; x < kSide; ++x) {
+        const std::size_t row = static_cast<std::size_t>(c * kSide + y) * kSide;
+        ASSERT_EQ(flipped[row + x], plain[row + kSide - 1 - x]) << c << " " << y << " " << x;
+      }
+}
+
+// A truncated JPEG and random bytes named .JPEG among two real class folders: each is named in
+// one warning, counted, and replaced by the next file that decodes (wrapping at the end).
+TEST(ImageFolder, CorruptFilesAreWarnedOnceCountedAndReplaced) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 2);
+  const fs::path truncated = dir.path() / "train" / kImagenetteClasses[0] / "z_truncated.JPEG";
+  const fs::path noise = dir.path() / "train" / kImagenetteClasses[1] / "z_noise.JPEG";
+  Bytes bytes = read_all(kGoodJpeg);
+  bytes.resize(bytes.size() / 2);
+  write_plain(truncated, bytes);
+  Bytes random(5000);
+  std::uint64_t state = 17;
+  for (auto& b : random) b = static_cast<std::uint8_t>((state = state * 6364136223846793005ull + 1) >> 56);
+  write_plain(noise, random);
+
+  Warnings warnings;
+  ImageFolderOptions options = warnings.options(64);
+  {
+    auto data = load_image_folder(dir.path(), "train", options);
+    ASSERT_EQ(data->size(), 34);
+    EXPECT_TRUE(warnings.messages.empty()) << "nothing is decoded at load time";
+    DataLoader loader(data, {.batch_size = 8, .seed = 4, .augment = true});
+    loader.start_epoch(0);
+    Batch batch;
+    std::int64_t served = 0;
+    while (loader.next(batch)) {
+      served += batch.images.shape()[0];
+      const float* v = batch.images.data<float>();
+      ASSERT_TRUE(std::all_of(v, v + batch.images.numel(), [](float x) { return std::isfinite(x); }));
+    }
+    EXPECT_EQ(served, 34) << "every slot of every batch is filled";
+    EXPECT_EQ(data->skipped_files(), 2);
+    EXPECT_EQ(warnings.messages.size(), 2u) << "one warning per bad file, even from parallel decodes";
+    EXPECT_EQ(warnings.mentioning(truncated.string()), 1);
+    EXPECT_EQ(warnings.mentioning(noise.string()), 1);
+    EXPECT_NE(data->describe().find("34 images, 2 classes, crops 3x64x64 from shorter side 73, 2 skipped"),
+              std::string::npos)
+        << data->describe();
+  }
+
+  warnings.messages.clear();
+  auto data = load_image_folder(dir.path(), "train", options);
+  ASSERT_EQ(data->files()[16].path, truncated);
+  ASSERT_EQ(data->files()[33].path, noise);
+  std::int32_t label = -1;
+  EXPECT_EQ(pixels_of(*data, 16, &label), pixels_of(*data, 17));
+  EXPECT_EQ(label, 1) << "the replacement's own label";
+  EXPECT_EQ(pixels_of(*data, 33, &label), pixels_of(*data, 0)) << "wraps to the first file";
+  EXPECT_EQ(label, 0);
+  EXPECT_EQ(augmented_pixels_of(*data, 16, 3), augmented_pixels_of(*data, 17, 3));
+  EXPECT_EQ(data->skipped_files(), 2);
+  ASSERT_EQ(warnings.messages.size(), 2u);
+  EXPECT_NE(warnings.messages[0].find(truncated.string()), std::string::npos) << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find("stb_image"), std::string::npos) << warnings.messages[0];
+}
+
+TEST(ImageFolder, NoDecodableImageIsAnErrorNamingTheFolder) {
   testing::TempDir dir;
   const fs::path cls = dir.path() / "train" / "a";
   fs::create_directories(cls);
   write_plain(cls / "x.jpg", {0xff, 0xd8, 0xff, 0x00, 0x01});
   write_plain(cls / "y.png", {'n', 'o', 't', ' ', 'a', ' ', 'p', 'n', 'g'});
   Warnings warnings;
-  expect_error([&] { load_image_folder(dir.path(), "train", warnings.options(32)); },
-               {(dir.path() / "train").string(), "none of its 2 images could be decoded"});
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  std::vector<float> out(3 * 32 * 32);
+  for (int round = 0; round < 2; ++round)
+    for (std::int64_t i = 0; i < 2; ++i)
+      expect_error([&] { data->get(i, out.data()); },
+                   {(dir.path() / "train").string(), "none of its 2 images could be decoded"});
   EXPECT_EQ(warnings.messages.size(), 2u);
+  EXPECT_EQ(data->skipped_files(), 2);
+  expect_error([&] { data->get(2, out.data()); }, {"example 2 does not exist"});
 }
 
-TEST(ImageFolder, MissingOrEmptyFoldersAreErrors) {
+TEST(ImageFolder, EmptyClassFolderIsStillAClassWithAWarning) {
+  testing::TempDir dir;
+  const fs::path split = dir.path() / "train";
+  fs::create_directories(split / "a_empty");
+  fs::create_directories(split / "b");
+  fs::copy_file(kGoodJpeg, split / "b" / "good.JPEG");
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(64));
+  EXPECT_EQ(data->size(), 1);
+  EXPECT_EQ(data->classes(), (std::vector<std::string>{"a_empty", "b"}));
+  EXPECT_EQ(data->files()[0].label, 1);
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find((split / "a_empty").string()), std::string::npos) << warnings.messages[0];
+}
+
+TEST(ImageFolder, MissingOrEmptyFoldersAndBadOptionsAreErrors) {
   testing::TempDir dir;
   expect_error([&] { load_image_folder(dir.path(), "train"); },
                {(dir.path() / "train").string(), "does not exist"});
   fs::create_directories(dir.path() / "val");
   expect_error([&] { load_image_folder(dir.path(), "val"); },
-               {(dir.path() / "val").string(), "no class folders"});
+               {(dir.path() / "val").string(), "no class folders", "val_labels.txt"});
   fs::create_directories(dir.path() / "val" / "a");
-  expect_error([&] { load_image_folder(dir.path(), "val"); },
+  expect_error([&] { load_image_folder(dir.path(), "val", {.warn = [](std::string_view) {}}); },
                {(dir.path() / "val").string(), "holds no images"});
+  fs::copy_file(kGoodJpeg, dir.path() / "val" / "a" / "good.JPEG");
+  fs::create_directories(dir.path() / "val" / "b");
+  fs::copy_file(kGoodJpeg, dir.path() / "val" / "b" / "good.JPEG");
+  expect_error([&] { load_image_folder(dir.path(), "val", {.classes = {"a", "c"}}); },
+               {(dir.path() / "val").string(), "missing: c", "not in the list: b"});
+  expect_error([&] { load_image_folder(dir.path(), "val", {.side = 64, .resize_side = 63}); },
+               {"resize side 63 is smaller than the crop side 64"});
+  expect_error([&] { load_image_folder(dir.path(), "val", {.side = 0}); }, {"side must be positive"});
+  expect_error([&] { load_image_folder(dir.path(), "val", {.labels_file = dir.path() / "nope.txt"}); },
+               {(dir.path() / "nope.txt").string(), "does not exist"});
 }
 
-TEST(ImageFolderReal, SameExamplesWhateverTheThreadCount) {
-  auto parallel = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
-  std::shared_ptr<ImageDataset> serial;
-  {
-    tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
-    serial = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
+// imagenette-mini's first three val classes copied into one flat folder, labelled by a file.
+struct FlatVal {
+  testing::TempDir dir;
+  fs::path folder = dir.path() / "val";
+  std::vector<ImageFile> expected;  // the files' class-folder originals and labels
+  FlatVal() {
+    fs::create_directories(folder);
+    for (int c = 0; c < 3; ++c)
+      for (const auto& entry : fs::directory_iterator(kImagenette / "val" / kImagenetteClasses[c])) {
+        fs::copy_file(entry.path(), folder / entry.path().filename());
+        expected.push_back({entry.path(), c});
+      }
+    std::sort(expected.begin(), expected.end(),
+              [](const ImageFile& a, const ImageFile& b) { return a.path.filename() < b.path.filename(); });
   }
-  ASSERT_EQ(serial->size(), parallel->size());
-  EXPECT_EQ(serial->labels(), parallel->labels());
-  for (std::int64_t i = 0; i < serial->size(); ++i)
-    ASSERT_EQ(pixels_of(*serial, i), pixels_of(*parallel, i)) << "example " << i;
+  void write_labels(const fs::path& path, bool by_index, const std::string& extra_lines = "") const {
+    std::ofstream out(path);
+    out << "# ImageNet val labels\n\n";
+    for (auto it = expected.rbegin(); it != expected.rend(); ++it)  // any order
+      out << it->path.filename().string() << "  "
+          << (by_index ? std::to_string(it->label) : kImagenetteClasses[it->label]) << "   # note\n";
+    out << extra_lines;
+  }
+};
+
+TEST(ImageFolderLabels, FlatSplitLabelledByWnidOrIndexMatchesTheClassFolders) {
+  FlatVal flat;
+  flat.write_labels(flat.dir.path() / "val_labels.txt", false);
+  flat.write_labels(flat.dir.path() / "by_index.txt", true);
+  auto folders = load_image_folder(kImagenette, "val", {.side = 48, .warn = {}});
+  Warnings warnings;
+  auto by_wnid = load_image_folder(flat.dir.path(), "val",
+                                   {.side = 48, .classes = kImagenetteClasses, .warn = warnings.sink()});
+  auto by_index = load_image_folder(
+      flat.dir.path(), "val",
+      {.side = 48, .labels_file = flat.dir.path() / "by_index.txt", .classes = kImagenetteClasses, .warn = {}});
+  EXPECT_TRUE(warnings.messages.empty()) << warnings.messages.front();
+  for (const auto& data : {by_wnid, by_index}) {
+    ASSERT_EQ(data->size(), 12);
+    EXPECT_EQ(data->classes(), kImagenetteClasses);
+    for (std::int64_t i = 0; i < 12; ++i) {
+      EXPECT_EQ(data->files()[i].path, flat.folder / flat.expected[i].path.filename());
+      EXPECT_EQ(data->files()[i].label, flat.expected[i].label) << i;
+    }
+  }
+  // The same file gives the same example whichever layout it is read from.
+  const auto original = std::find_if(folders->files().begin(), folders->files().end(),
+                                     [&](const ImageFile& f) { return f.path == flat.expected[5].path; });
+  ASSERT_NE(original, folders->files().end());
+  EXPECT_EQ(pixels_of(*by_wnid, 5), pixels_of(*folders, original - folders->files().begin()));
+
+  // An image the labels file leaves out is named in a warning and left out.
+  fs::copy_file(kGoodJpeg, flat.folder / "unlisted.JPEG");
+  auto partial = load_image_folder(flat.dir.path(), "val",
+                                   {.side = 48, .classes = kImagenetteClasses, .warn = warnings.sink()});
+  EXPECT_EQ(partial->size(), 12);
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find("unlisted.JPEG"), std::string::npos) << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find("val_labels.txt"), std::string::npos) << warnings.messages[0];
+}
+
+TEST(ImageFolderLabels, BadLabelsFilesAreErrorsNamingTheFileAndLine) {
+  FlatVal flat;
+  const fs::path labels = flat.dir.path() / "val_labels.txt";
+  // Lines 1-2 are a comment and a blank, then the files from the last: line 3 is the last file.
+  const std::string first = flat.expected.back().path.filename().string();
+  const auto load = [&] {
+    load_image_folder(flat.dir.path(), "val", {.side = 32, .classes = kImagenetteClasses, .warn = {}});
+  };
+  const struct {
+    std::string extra_line;
+    std::string message;
+  } cases[] = {
+      {"x.JPEG n99999999\n", "unknown class 'n99999999'"},
+      {"x.JPEG 10\n", "class index 10 is out of range (10 classes: 0 to 9)"},
+      {"missing.JPEG 3\n", (flat.folder / "missing.JPEG").string() + " does not exist"},
+      {"lonely.JPEG\n", "expected 'filename label'"},
+      {"x.JPEG 1 2\n", "expected 'filename label'"},
+      {first + " 1\n", first + " is already labelled on line 3"},
+  };
+  for (const auto& c : cases) {
+    flat.write_labels(labels, false, c.extra_line);
+    expect_error(load, {labels.string(), "line 15", c.message});  // 2 header + 12 + 1
+  }
+  flat.write_labels(labels, false);
+  expect_error([&] { load_image_folder(flat.dir.path(), "val", {.side = 32}); },
+               {labels.string(), "class list"});
+  std::ofstream(labels) << "# nothing but a comment\n";
+  expect_error(load, {labels.string(), "lists no images"});
 }
 
 }  // namespace

@@ -270,10 +270,12 @@ TEST(MobileNet, TrainerRunsOnAnImageFolderAtTheModelsSide) {
   ASSERT_EQ(r.epochs.size(), 1u);
   EXPECT_TRUE(std::isfinite(r.epochs[0].train_loss));
   EXPECT_TRUE(std::isfinite(r.epochs[0].test_loss));
-  EXPECT_NE(out.str().find("imagenette-mini train, 160 images 3x128x128, 10 classes, 0 skipped"),
+  EXPECT_NE(out.str().find("imagenette-mini train, 160 images, 10 classes, crops 3x128x128 from "
+                           "shorter side 146, 0 skipped"),
             std::string::npos)
       << out.str();
-  EXPECT_NE(out.str().find("imagenette-mini val, 40 images 3x128x128"), std::string::npos);
+  EXPECT_NE(out.str().find("imagenette-mini val, 40 images, 10 classes, crops 3x128x128"),
+            std::string::npos);
 
   o.data_dir.clear();
   try {
