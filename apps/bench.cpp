@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "apps/bench/conv_bench.h"
+#include "apps/bench/data_bench.h"
 #include "apps/bench/depthwise_bench.h"
 #include "apps/bench/layout_bench.h"
 #include "apps/bench/plan_bench.h"
@@ -99,7 +100,9 @@ void usage() {
                "  softmax fused softmax cross-entropy against the five-pass version "
                "(bench softmax --help)\n"
                "  depthwise  depthwise methods on MobileNet's layers and a MobileNet step split by "
-               "layer type (bench depthwise --help)\n";
+               "layer type (bench depthwise --help)\n"
+               "  data    the input pipeline alone: images/s a DataLoader serves for train --data "
+               "(bench data --help)\n";
 }
 
 }  // namespace
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
     if (command == "pool") return tunecnn::bench_pool(argc - 1, argv + 1);
     if (command == "softmax") return tunecnn::bench_softmax(argc - 1, argv + 1);
     if (command == "depthwise") return tunecnn::bench_depthwise(argc - 1, argv + 1);
+    if (command == "data") return tunecnn::bench_data(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";
