@@ -24,8 +24,9 @@ RandomCropDataset::RandomCropDataset(std::shared_ptr<const Dataset> base, int si
 }
 
 std::string RandomCropDataset::describe() const {
-  return base_->describe() + ", random " + std::to_string(side_) + "x" + std::to_string(side_) +
-         " crops and flips";
+  // One wrapper serves both views, so it names both: the loader decides which one a split gets.
+  const std::string crop = std::to_string(side_) + "x" + std::to_string(side_);
+  return base_->describe() + ", " + crop + " crops (random with flips in training, centre in evaluation)";
 }
 
 std::int32_t RandomCropDataset::get(std::int64_t index, float* out) const {

@@ -535,7 +535,7 @@ TEST(RandomCrop, ShapeDescriptionAndCentreCrop) {
   EXPECT_EQ(crops->size(), 2);
   EXPECT_EQ(crops->num_classes(), 10);
   EXPECT_EQ(crops->example_shape(), (Shape{kC, kSide, kSide}));
-  EXPECT_EQ(crops->describe(), "distinct, random 3x3 crops and flips");
+  EXPECT_EQ(crops->describe(), "distinct, 3x3 crops (random with flips in training, centre in evaluation)");
   std::vector<float> out(kC * kSide * kSide);
   for (int index : {0, 1}) {
     EXPECT_EQ(crops->get(index, out.data()), index == 0 ? 3 : 7);
