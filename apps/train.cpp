@@ -30,6 +30,9 @@ tunecnn::CommandLine make_command_line() {
                              "cifar10: cifar-10-binary.tar.gz or its cifar-10-batches-bin folder; "
                              "imagenet: a folder holding train/ and val/, each with one folder of "
                              "images per class (or a flat val/ and DIR/val_labels.txt)");
+  cli.option("val-labels", "", "with --data imagenet and a flat DIR/val/ of images: the file of "
+                               "'filename wnid' or 'filename class-index' lines (default: "
+                               "DIR/val_labels.txt)");
   cli.option("epochs", "2", "number of epochs");
   cli.option("batch-size", "64", "examples per step");
   cli.option("lr", "0.02", "initial learning rate");
@@ -69,6 +72,7 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.model = cli.get("model");
   o.data = cli.get("data");
   o.data_dir = cli.get("data-dir");
+  o.val_labels = cli.get("val-labels");
   o.epochs = cli.get_int("epochs");
   o.batch_size = cli.get_int("batch-size");
   o.lr = cli.get_double("lr");

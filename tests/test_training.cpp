@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -79,6 +80,51 @@ TEST(Training, ModelAndDataShapesThatDoNotFitAreAnErrorBeforeTraining) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("mnist, fashion-mnist, cifar10, imagenet or synthetic"),
               std::string::npos) << e.what();
+  }
+}
+
+// ImageNet's own validation set is one flat folder with a separate labels file; train reads it
+// through --val-labels (a file anywhere) and the training split's class folders.
+TEST(Training, FlatValidationFolderWithALabelsFileTrainsEndToEnd) {
+  namespace fs = std::filesystem;
+  const fs::path source = testing::shared_data_dir() / "imagenette-mini";
+  testing::TempDir dir;
+  fs::copy(source / "train", dir.path() / "train", fs::copy_options::recursive);
+  fs::create_directories(dir.path() / "val");
+  std::ofstream labels(dir.path() / "labels.txt");
+  for (const auto& wnid : fs::directory_iterator(source / "val"))
+    for (const auto& image : fs::directory_iterator(wnid.path())) {
+      fs::copy_file(image.path(), dir.path() / "val" / image.path().filename());
+      labels << image.path().filename().string() << " " << wnid.path().filename().string() << "\n";
+    }
+  labels.close();
+
+  TrainOptions o = mnist_options(16);
+  o.model = "mobilenet-0.25-128";
+  o.data = "imagenet";
+  o.data_dir = dir.path();
+  o.val_labels = dir.path() / "labels.txt";
+  o.epochs = 1;
+  o.batch_size = 8;
+  o.test_limit = 0;
+  TrainResult r;
+  run_quiet(o, &r);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  EXPECT_GE(r.epochs[0].test_top5, r.epochs[0].test_acc);
+
+  o.val_labels = dir.path() / "missing.txt";
+  try {
+    run_quiet(o);
+    FAIL() << "a missing labels file should stop the run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.txt"), std::string::npos) << e.what();
+  }
+  o.data = "cifar10";
+  try {
+    run_quiet(o);
+    FAIL() << "--val-labels with cifar10 should be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--data imagenet only"), std::string::npos) << e.what();
   }
 }
 

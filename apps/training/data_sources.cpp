@@ -35,7 +35,8 @@ DataSplits load_cifar10_splits(const fs::path& path, const Shape& model_input) {
   return {random_crop(splits.train, side), random_crop(splits.test, side)};
 }
 
-DataSplits load_imagenet_splits(const fs::path& folder, const Shape& model_input) {
+DataSplits load_imagenet_splits(const fs::path& folder, const Shape& model_input,
+                                const fs::path& val_labels) {
   TUNECNN_CHECK(!folder.empty(), "--data imagenet needs --data-dir DIR, a folder holding train/ "
                 "and val/: train/ with one folder per class of .JPEG, .jpg or .png images, as "
                 "ImageNet and Imagenette are laid out; val/ the same, or flat with a labels file "
@@ -47,6 +48,7 @@ DataSplits load_imagenet_splits(const fs::path& folder, const Shape& model_input
   options.side = static_cast<int>(model_input[1]);
   auto train = load_image_folder(folder, "train", options);
   options.classes = train->classes();  // a flat val/ labels its files with these
+  options.labels_file = val_labels;
   auto val = load_image_folder(folder, "val", options);
   return {train, val};
 }
@@ -71,11 +73,14 @@ fs::path default_data_dir(const std::string& data) {
   return {};
 }
 
-DataSplits load_data(const std::string& data, const fs::path& dir, const Shape& model_input) {
+DataSplits load_data(const std::string& data, const fs::path& dir, const Shape& model_input,
+                     const fs::path& val_labels) {
   const fs::path folder = dir.empty() ? default_data_dir(data) : dir;
+  TUNECNN_CHECK(val_labels.empty() || data == "imagenet", "a validation labels file (",
+                val_labels.string(), ") applies to --data imagenet only, not ", data);
   if (data == "mnist" || data == "fashion-mnist") return load_mnist_splits(data, folder);
   if (data == "cifar10") return load_cifar10_splits(folder, model_input);
-  if (data == "imagenet") return load_imagenet_splits(folder, model_input);
+  if (data == "imagenet") return load_imagenet_splits(folder, model_input, val_labels);
   if (data == "synthetic") return make_synthetic_splits(model_input);
   TUNECNN_FAIL("unknown data set '", data, "' (expected ", data_set_names(), ")");
 }

@@ -21,8 +21,10 @@ std::filesystem::path default_data_dir(const std::string& data);  // empty when 
 //   crops of the model's side (24 for the cifar net) with flips for training, centre crops for test;
 // - imagenet: DIR/train and DIR/val, folders of JPEGs per class (datasets/image_folder.h),
 //   decoded while training runs: shorter side resized to side * 256 / 224, random crops and flips
-//   of the model's side for training, centre crops for evaluation;
+//   of the model's side for training, centre crops for evaluation; a flat DIR/val is labelled by
+//   `val_labels` (default DIR/val_labels.txt);
 // - synthetic: made-up learnable images of the model's shape (datasets/synthetic.h), no DIR.
-DataSplits load_data(const std::string& data, const std::filesystem::path& dir, const Shape& model_input);
+DataSplits load_data(const std::string& data, const std::filesystem::path& dir, const Shape& model_input,
+                     const std::filesystem::path& val_labels = {});
 
 }  // namespace tunecnn

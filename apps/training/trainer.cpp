@@ -105,6 +105,9 @@ class Run {
   int epoch_ = 0;               // 0-based epoch in progress
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
+  // Time this run's part of the epoch spent waiting for the loader: not in checkpoints, since a
+  // resumed epoch waits differently; it tells whether decoding keeps up with the steps.
+  double data_wait_seconds_ = 0;
   std::shared_ptr<TunedPlanner> tuner_;
   std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
   std::shared_ptr<PoolPlanner> previous_pool_planner_;
@@ -119,6 +122,7 @@ class Run {
   EpochMetrics evaluate_epoch();
   std::string top5_text(const EpochMetrics& metrics) const;
   std::string skipped_text() const;
+  std::string data_wait_text(const EpochMetrics& metrics) const;
   void print_plans(const Tensor& logits);
 };
 
@@ -127,7 +131,7 @@ void Run::setup() {
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
   const Shape model_input = model_input_shape(o_.model);
-  data_ = load_data(o_.data, o_.data_dir, model_input);
+  data_ = load_data(o_.data, o_.data_dir, model_input, o_.val_labels);
   if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
   if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
   install_tuner();  // before the model exists, so its conv layers take the tuned planner
@@ -274,7 +278,11 @@ TrainStatus Run::train_epoch(Progress& progress) {
   const std::int64_t batches = loader_->batches_per_epoch();
   progress.start_epoch(epoch_ + 1, o_.epochs, batches, next_batch_);
   Batch batch;
-  while (loader_->next(batch)) {
+  data_wait_seconds_ = 0;
+  for (;;) {
+    const auto wait_start = Clock::now();
+    if (!loader_->next(batch)) break;
+    data_wait_seconds_ += seconds_since(wait_start);
     const auto start = Clock::now();
     sgd_->set_lr(schedule_->lr_at(epoch_ + static_cast<double>(next_batch_) / batches));
     Variable logits = model_->forward(Variable(batch.images));
@@ -336,6 +344,16 @@ std::string Run::top5_text(const EpochMetrics& metrics) const {
   return text;
 }
 
+// Only worth a word when the steps waited noticeably: then decoding is the bottleneck.
+std::string Run::data_wait_text(const EpochMetrics& metrics) const {
+  const double share = data_wait_seconds_ / std::max(metrics.seconds + data_wait_seconds_, 1e-9);
+  if (share < 0.01) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, ", %.1f s (%.0f%%) waiting for data", data_wait_seconds_,
+                100 * share);
+  return text;
+}
+
 std::string Run::skipped_text() const {
   const std::int64_t skipped = data_.train->skipped_files() + data_.test->skipped_files();
   if (skipped == 0) return "";
@@ -374,7 +392,7 @@ TrainResult Run::execute() {
            << " acc " << 100 * metrics.train_acc << "%, test loss " << metrics.test_loss << " acc "
            << 100 * metrics.test_acc << "%" << top5_text(metrics) << ", "
            << static_cast<long>(metrics.images_per_s) << " img/s, "
-           << format_duration(metrics.seconds) << skipped_text() << "\n";
+           << format_duration(metrics.seconds) << data_wait_text(metrics) << skipped_text() << "\n";
     if (log) log->append(metrics);
     result.epochs.push_back(metrics);
     ++epoch_;

@@ -17,6 +17,7 @@ struct TrainOptions {
   std::string model = "lenet";
   std::string data = "fashion-mnist";  // data_set_names() in data_sources.h
   std::filesystem::path data_dir;  // empty: the data set's default location
+  std::filesystem::path val_labels;  // imagenet's flat val/ labels file; empty: DIR/val_labels.txt
   int epochs = 2;
   int batch_size = 64;
   double lr = 0.02;
