@@ -2,20 +2,17 @@
 // download fails at load time with the file and the problem named, not as a wrong accuracy later.
 #include "datasets/idx.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "core/error.h"
 #include "core/types.h"
+#include "datasets/gzip_reader.h"
 
 namespace tunecnn {
 namespace {
@@ -75,73 +72,14 @@ class PlainSource final : public ByteSource {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
 };
 
-// Drives inflate itself rather than gzread: gzread accepts a file whose 8-byte trailer was cut
-// off, so the CRC would go unchecked; here a stream counts as complete only at Z_STREAM_END.
 class GzipSource final : public ByteSource {
  public:
-  explicit GzipSource(const std::filesystem::path& path)
-      : name_(path.string()), compressed_(path), input_(kInputBytes) {
-    const int ret = inflateInit2(&stream_, 15 + 16);  // 15-bit window, gzip wrapper only
-    TUNECNN_CHECK(ret == Z_OK, name_, ": cannot start zlib: ", zError(ret));
-  }
-  ~GzipSource() override { inflateEnd(&stream_); }
-  GzipSource(const GzipSource&) = delete;
-  GzipSource& operator=(const GzipSource&) = delete;
-
-  std::size_t read(std::uint8_t* dst, std::size_t n) override {
-    std::size_t total = 0;
-    while (total < n) {
-      if (stream_.avail_in == 0 && !refill()) break;
-      const auto want = static_cast<uInt>(std::min<std::size_t>(n - total, UINT_MAX));
-      stream_.next_out = dst + total;
-      stream_.avail_out = want;
-      member_started_ = true;
-      const int ret = inflate(&stream_, Z_NO_FLUSH);
-      total += want - stream_.avail_out;
-      if (ret == Z_STREAM_END)
-        next_member();
-      else if (ret != Z_OK)
-        fail(ret);
-    }
-    return total;
-  }
+  explicit GzipSource(const std::filesystem::path& path) : reader_(path) {}
+  std::size_t read(std::uint8_t* dst, std::size_t n) override { return reader_.read(dst, n); }
 
  private:
-  static constexpr std::size_t kInputBytes = std::size_t{1} << 18;
-  std::string name_;
-  PlainSource compressed_;
-  std::vector<std::uint8_t> input_;
-  z_stream stream_{};
-  bool member_started_ = false;
-
-  // False at a clean end of the compressed file; throws if it ends inside a gzip member.
-  bool refill() {
-    stream_.next_in = input_.data();
-    stream_.avail_in = static_cast<uInt>(compressed_.read(input_.data(), input_.size()));
-    TUNECNN_CHECK(stream_.avail_in > 0 || !member_started_, name_,
-                  ": truncated gzip stream (the file ends inside compressed data, after ",
-                  stream_.total_out, " bytes of this member)");
-    return stream_.avail_in > 0;
-  }
-
-  // gzip allows several members back to back; their outputs concatenate.
-  void next_member() {
-    inflateReset(&stream_);
-    member_started_ = false;
-  }
-
-  [[noreturn]] void fail(int ret) {
-    const char* message = stream_.msg != nullptr ? stream_.msg : zError(ret);
-    TUNECNN_FAIL(name_, ": corrupt gzip data (zlib: ", message, ")");
-  }
+  GzipReader reader_;
 };
-
-bool has_gzip_magic(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::array<unsigned char, 2> head{};
-  in.read(reinterpret_cast<char*>(head.data()), head.size());
-  return in.gcount() == 2 && head[0] == 0x1f && head[1] == 0x8b;
-}
 
 std::unique_ptr<ByteSource> open_source(const std::filesystem::path& path) {
   std::error_code error;

@@ -2,18 +2,12 @@
 // 180 MB archive is held in memory only as the members the caller keeps.
 #include "datasets/tar_gz.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "core/error.h"
+#include "datasets/gzip_reader.h"
 
 namespace tunecnn {
 namespace {
@@ -25,78 +19,6 @@ using Block = std::array<std::uint8_t, kBlockBytes>;
 // Members grow in bounded chunks, so a header that claims gigabytes in a truncated archive fails
 // at the end of the data instead of allocating them first.
 constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
-
-// Decompressed bytes of a gzip file. inflate is driven directly rather than through gzread,
-// which accepts a file whose 8-byte trailer was cut off and so would skip the CRC check.
-class GzipStream {
- public:
-  explicit GzipStream(const fs::path& path)
-      : name_(path.string()), file_(std::fopen(path.c_str(), "rb"), &std::fclose), input_(1 << 18) {
-    TUNECNN_CHECK(file_ != nullptr, name_, ": cannot open for reading: ", std::strerror(errno));
-    check_magic();
-    const int ret = inflateInit2(&stream_, 15 + 16);  // 15-bit window, gzip wrapper only
-    TUNECNN_CHECK(ret == Z_OK, name_, ": cannot start zlib: ", zError(ret));
-  }
-  ~GzipStream() { inflateEnd(&stream_); }
-  GzipStream(const GzipStream&) = delete;
-  GzipStream& operator=(const GzipStream&) = delete;
-
-  // Reads up to n bytes; returns fewer only at the end of the data.
-  std::size_t read(std::uint8_t* dst, std::size_t n) {
-    std::size_t total = 0;
-    while (total < n) {
-      if (stream_.avail_in == 0 && !refill()) break;
-      const auto want = static_cast<uInt>(std::min<std::size_t>(n - total, UINT_MAX));
-      stream_.next_out = dst + total;
-      stream_.avail_out = want;
-      member_started_ = true;
-      const int ret = inflate(&stream_, Z_NO_FLUSH);
-      total += want - stream_.avail_out;
-      if (ret == Z_STREAM_END) {  // gzip members may follow each other; their data concatenate
-        inflateReset(&stream_);
-        member_started_ = false;
-      } else if (ret != Z_OK) {
-        const char* message = stream_.msg != nullptr ? stream_.msg : zError(ret);
-        TUNECNN_FAIL(name_, ": corrupt gzip data after ", delivered_ + total,
-                     " uncompressed bytes (zlib: ", message,
-                     "); the archive is damaged, "
-                     "download it again");
-      }
-    }
-    delivered_ += total;
-    return total;
-  }
-
-  std::uint64_t delivered() const { return delivered_; }
-
- private:
-  std::string name_;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
-  std::vector<std::uint8_t> input_;
-  z_stream stream_{};
-  bool member_started_ = false;
-  std::uint64_t delivered_ = 0;
-
-  void check_magic() {
-    std::uint8_t magic[2] = {0, 0};
-    const std::size_t got = std::fread(magic, 1, 2, file_.get());
-    TUNECNN_CHECK(got == 2 && magic[0] == 0x1f && magic[1] == 0x8b, name_,
-                  ": not a gzip file (it does not start with the bytes 1f 8b); expected a "
-                  ".tar.gz archive");
-    std::rewind(file_.get());
-  }
-
-  // False at a clean end of the file; throws if the file ends inside a gzip member.
-  bool refill() {
-    stream_.next_in = input_.data();
-    stream_.avail_in = static_cast<uInt>(std::fread(input_.data(), 1, input_.size(), file_.get()));
-    TUNECNN_CHECK(!std::ferror(file_.get()), name_, ": read error: ", std::strerror(errno));
-    TUNECNN_CHECK(stream_.avail_in > 0 || !member_started_, name_,
-                  ": truncated gzip stream (the file ends inside compressed data, after ",
-                  delivered_, " uncompressed bytes); the download is incomplete");
-    return stream_.avail_in > 0;
-  }
-};
 
 std::string_view field(const Block& block, std::size_t offset, std::size_t length) {
   const auto* begin = reinterpret_cast<const char*>(block.data() + offset);
@@ -147,7 +69,7 @@ class TarReader {
  private:
   std::string name_;
   const std::function<bool(std::string_view)>& wanted_;
-  GzipStream in_;
+  GzipReader in_;
   std::vector<std::uint8_t> scratch_ = std::vector<std::uint8_t>(1 << 16);
 
   // False at the end of the archive: a zero block, or the data ending cleanly between entries.
@@ -274,6 +196,9 @@ TarMembers read_tar_gz(const fs::path& archive,
   const auto status = fs::status(archive, error);
   TUNECNN_CHECK(fs::exists(status), archive.string(), ": file not found");
   TUNECNN_CHECK(fs::is_regular_file(status), archive.string(), ": not a regular file");
+  TUNECNN_CHECK(has_gzip_magic(archive), archive.string(),
+                ": not a gzip file (it does not start with the bytes 1f 8b); expected a .tar.gz "
+                "archive");
   return TarReader(archive, wanted).read();
 }
 
