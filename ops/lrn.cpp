@@ -29,13 +29,7 @@
 #include <sstream>
 
 #include "ops/channel_view.h"
-
-// GCC 12's false uninitialised reads inside Eigen's AVX-512 reductions (GCC PR 105593); see
-// ops/softmax/fused.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+#include "ops/eigen_core.h"
 
 namespace tunecnn {
 namespace {

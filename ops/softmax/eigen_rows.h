@@ -1,14 +1,6 @@
 #pragma once
-// Eigen for the softmax code (the solvers and the evaluation-time softmax), with one copy of the
-// workaround it needs: GCC 12 reports false uninitialised reads inside the AVX-512 intrinsics that
-// Eigen's exp and max use (_mm512_undefined_ps, GCC PR 105593, fixed in GCC 13). The diagnostic is
-// attributed to the intrinsics header, so it is silenced only where that header enters; the
-// fixed-size reductions of the fused solver hit the definite form of the same false report.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+// Eigen row maps for the softmax code (the solvers and the evaluation-time softmax).
+#include "ops/eigen_core.h"
 
 namespace tunecnn {
 
