@@ -15,20 +15,10 @@ namespace tunecnn {
 namespace {
 
 using testing::random_tensor;
+using testing::values;
+using testing::nchw_values;
 
 constexpr Layout kLayouts[] = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
-
-std::vector<double> values(const Tensor& t) {
-  return dispatch_dtype(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    return std::vector<double>(p, p + t.numel());
-  });
-}
-
-// Values in logical NCHW order whatever the tensor's layout.
-std::vector<double> nchw_values(const Tensor& t) {
-  return values(t.ndim() == 4 ? convert_layout_reference(t, Layout::NCHW) : t);
-}
 
 Tensor from_doubles(const std::vector<double>& v, DType dtype) {
   Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, dtype);

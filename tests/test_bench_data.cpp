@@ -9,24 +9,14 @@
 
 #include "apps/bench/data_bench.h"
 #include "core/error.h"
+#include "tests/support/capture.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
 namespace {
 
 int run_bench(std::vector<const char*> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "data");
-  ::testing::internal::CaptureStdout();
-  int rc = -1;
-  try {
-    rc = bench_data(static_cast<int>(args.size()), args.data());
-  } catch (...) {
-    ::testing::internal::GetCapturedStdout();
-    throw;
-  }
-  const std::string text = ::testing::internal::GetCapturedStdout();
-  if (out) *out = text;
-  return rc;
+  return testing::run_capturing_stdout(bench_data, "data", std::move(args), out);
 }
 
 std::vector<std::string> lines_starting(const std::string& out, const std::string& prefix) {

@@ -15,23 +15,13 @@
 #include "core/init.h"
 #include "models/registry.h"
 #include "ops/softmax_cross_entropy.h"
+#include "tests/support/capture.h"
 
 namespace tunecnn {
 namespace {
 
 int run_bench(std::vector<const char*> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "depthwise");
-  ::testing::internal::CaptureStdout();
-  int rc = -1;
-  try {
-    rc = bench_depthwise(static_cast<int>(args.size()), args.data());
-  } catch (...) {
-    ::testing::internal::GetCapturedStdout();
-    throw;
-  }
-  const std::string text = ::testing::internal::GetCapturedStdout();
-  if (out) *out = text;
-  return rc;
+  return testing::run_capturing_stdout(bench_depthwise, "depthwise", std::move(args), out);
 }
 
 std::vector<std::string> result_lines(const std::string& out) {

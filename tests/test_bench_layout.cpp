@@ -8,23 +8,13 @@
 
 #include "apps/bench/layout_bench.h"
 #include "core/error.h"
+#include "tests/support/capture.h"
 
 namespace tunecnn {
 namespace {
 
 int run_bench(std::vector<const char*> args, std::string* out = nullptr) {
-  args.insert(args.begin(), "layout");
-  testing::internal::CaptureStdout();
-  int rc = -1;
-  try {
-    rc = bench_layout(static_cast<int>(args.size()), args.data());
-  } catch (...) {
-    testing::internal::GetCapturedStdout();
-    throw;
-  }
-  const std::string text = testing::internal::GetCapturedStdout();
-  if (out) *out = text;
-  return rc;
+  return testing::run_capturing_stdout(bench_layout, "layout", std::move(args), out);
 }
 
 std::vector<std::string> words(const std::string& line) {

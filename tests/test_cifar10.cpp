@@ -2,7 +2,6 @@
 // small batch files and damaged copies written here; the tar.gz reader on archives tar(1) makes
 // in each of its formats; and RandomCropDataset's crops and flips, alone and under the DataLoader.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <array>
 #include <cmath>
@@ -21,6 +20,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/random_crop.h"
 #include "datasets/tar_gz.h"
+#include "tests/support/capture.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -78,19 +78,7 @@ Bytes make_tar(const fs::path& dir, const std::string& member) {
   return read_bytes(out);
 }
 
-Bytes gzip_bytes(const Bytes& bytes) {
-  z_stream stream{};
-  EXPECT_EQ(deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  Bytes out(deflateBound(&stream, bytes.size()));
-  stream.next_in = const_cast<Bytes::value_type*>(bytes.data());
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = out.data();
-  stream.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
+using testing::gzip_bytes;
 
 // Runs fn, expects an Error whose message holds every given word.
 template <class Fn>

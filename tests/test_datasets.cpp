@@ -28,6 +28,7 @@
 #include "datasets/image_dataset.h"
 #include "datasets/image_folder.h"
 #include "datasets/mnist.h"
+#include "tests/support/capture.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -84,20 +85,7 @@ void write_plain(const fs::path& path, const Bytes& bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-Bytes gzip_bytes(const Bytes& bytes) {
-  z_stream stream{};
-  EXPECT_EQ(deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
-            Z_OK);
-  Bytes out(deflateBound(&stream, bytes.size()));
-  stream.next_in = const_cast<Bytes::value_type*>(bytes.data());
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = out.data();
-  stream.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
+using testing::gzip_bytes;
 
 Bytes read_all(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

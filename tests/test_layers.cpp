@@ -22,6 +22,7 @@ namespace tunecnn {
 namespace {
 
 using testing::random_tensor;
+using testing::values;
 
 Tensor iota(const Shape& shape, DType dtype = DType::f64) {
   Tensor t = Tensor::empty(shape, dtype);
@@ -29,13 +30,6 @@ Tensor iota(const Shape& shape, DType dtype = DType::f64) {
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(i);
   });
   return t;
-}
-
-std::vector<double> values(const Tensor& t) {
-  return dispatch_dtype(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    return std::vector<double>(p, p + t.numel());
-  });
 }
 
 void expect_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-12) {

@@ -21,20 +21,10 @@ namespace tunecnn {
 namespace {
 
 using testing::random_tensor;
+using testing::values;
+using testing::nchw_values;
 
 constexpr Layout kLayouts[] = {Layout::NCHW, Layout::CHWN, Layout::NHWC};
-
-std::vector<double> values(const Tensor& t) {
-  return dispatch_dtype(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    return std::vector<double>(p, p + t.numel());
-  });
-}
-
-// Values in logical NCHW order whatever the tensor's layout.
-std::vector<double> nchw_values(const Tensor& t) {
-  return values(convert_layout_reference(t, Layout::NCHW));
-}
 
 void expect_near(const std::vector<double>& got, const std::vector<double>& expected, double tol,
                  const std::string& what) {

@@ -16,9 +16,13 @@
 #include "ops/softmax/plan.h"
 #include "ops/softmax/registry.h"
 #include "ops/softmax_cross_entropy.h"
+#include "tests/support/capture.h"
+#include "tests/support/test_data.h"
 
 namespace tunecnn {
 namespace {
+
+using testing::values;
 
 template <class Fn>
 std::string error_of(Fn fn) {
@@ -28,14 +32,6 @@ std::string error_of(Fn fn) {
     return e.what();
   }
   return "no error";
-}
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> out(static_cast<std::size_t>(t.numel()));
-  dispatch_dtype(t.dtype(), [&]<class T>() {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.data<T>()[i]);
-  });
-  return out;
 }
 
 Tensor tensor_of(const std::vector<double>& v, int rows, int classes, DType dt) {
@@ -297,17 +293,9 @@ TEST(SoftmaxOp, EmptyBatchGivesZeroWithoutAPlan) {
 
 TEST(BenchSoftmax, QuickRunPrintsTheTable) {
   ThreadsGuard threads(num_threads());  // the bench sets its own thread count
-  std::vector<const char*> args{"softmax", "--quick", "--threads", "2"};
-  testing::internal::CaptureStdout();
-  int rc = -1;
-  try {
-    rc = bench_softmax(static_cast<int>(args.size()), args.data());
-  } catch (...) {
-    testing::internal::GetCapturedStdout();
-    throw;
-  }
-  std::cout.flush();
-  const std::string out = testing::internal::GetCapturedStdout();
+  std::string out;
+  const int rc = tunecnn::testing::run_capturing_stdout(bench_softmax, "softmax",
+                                                        {"--quick", "--threads", "2"}, &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.rfind("# ", 0), 0u) << out;
   for (const char* column :

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "core/init.h"
+#include "ops/layout/reference.h"
 
 namespace tunecnn::testing {
 
@@ -28,6 +29,17 @@ Tensor random_tensor(const Shape& shape, Rng& rng, DType dtype, double low, doub
   Tensor t = Tensor::empty(shape, dtype);
   uniform_fill(t, low, high, rng);
   return t;
+}
+
+std::vector<double> values(const Tensor& t) {
+  return dispatch_dtype(t.dtype(), [&]<class T>() {
+    const T* p = t.data<T>();
+    return std::vector<double>(p, p + t.numel());
+  });
+}
+
+std::vector<double> nchw_values(const Tensor& t) {
+  return values(t.ndim() == 4 ? convert_layout_reference(t, Layout::NCHW) : t);
 }
 
 }  // namespace tunecnn::testing

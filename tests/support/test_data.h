@@ -2,6 +2,7 @@
 // Where the tests find real data, and small helpers shared by the suites.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -23,5 +24,9 @@ class TempDir {
 
 Tensor random_tensor(const Shape& shape, Rng& rng, DType dtype = DType::f32, double low = -1.0,
                      double high = 1.0);
+// A tensor's elements as doubles, in memory order (f32 or f64).
+std::vector<double> values(const Tensor& t);
+// A 4-D tensor's elements in logical NCHW order whatever its layout; others as values().
+std::vector<double> nchw_values(const Tensor& t);
 
 }  // namespace tunecnn::testing
