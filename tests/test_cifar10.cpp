@@ -21,6 +21,7 @@
 #include "datasets/random_crop.h"
 #include "datasets/tar_gz.h"
 #include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -80,18 +81,7 @@ Bytes make_tar(const fs::path& dir, const std::string& member) {
 
 using testing::gzip_bytes;
 
-// Runs fn, expects an Error whose message holds every given word.
-template <class Fn>
-void expect_error(Fn&& fn, const std::vector<std::string>& words) {
-  try {
-    fn();
-    ADD_FAILURE() << "no Error thrown; expected one mentioning " << ::testing::PrintToString(words);
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string& word : words)
-      EXPECT_NE(what.find(word), std::string::npos) << "'" << word << "' missing from: " << what;
-  }
-}
+using testing::expect_error;
 
 float normalised(std::uint8_t byte, int channel) {
   return (byte / 255.0f - kMean[channel]) / kStddev[channel];

@@ -29,6 +29,7 @@
 #include "datasets/image_folder.h"
 #include "datasets/mnist.h"
 #include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -92,18 +93,7 @@ Bytes read_all(const fs::path& path) {
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Runs fn, expects an Error whose message holds the file name and every given word.
-template <class Fn>
-void expect_error(Fn&& fn, const std::vector<std::string>& words) {
-  try {
-    fn();
-    ADD_FAILURE() << "no Error thrown; expected one mentioning " << ::testing::PrintToString(words);
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    for (const std::string& word : words)
-      EXPECT_NE(what.find(word), std::string::npos) << "'" << word << "' missing from: " << what;
-  }
-}
+using testing::expect_error;
 
 const IdxSpec kImages{3, "images", "pixels"};
 const IdxSpec kLabels{1, "labels", "labels"};
