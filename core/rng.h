@@ -7,6 +7,15 @@
 
 namespace tunecnn {
 
+// SplitMix64's step: a cheap, well-spread 64-bit hash, for values that must follow from a key
+// alone (a shuffle's seed per epoch, an augmentation draw per example) on any build.
+inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 0) : engine_(seed) {}

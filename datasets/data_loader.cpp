@@ -15,13 +15,6 @@
 namespace tunecnn {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Mixing rather than adding keeps (seed 1, epoch 0) and (seed 0, epoch 1) unrelated.
 std::uint64_t epoch_seed(std::uint64_t seed, int epoch) {
   return splitmix64(seed ^

@@ -1,16 +1,10 @@
 #include "datasets/synthetic.h"
 
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace tunecnn {
 namespace {
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser: a cheap, well-spread hash
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [-1, 1) from the top 24 bits, exact in float.
 float signed_unit(std::uint64_t bits) {
@@ -34,8 +28,8 @@ SyntheticDataset::SyntheticDataset(SyntheticOptions options)
   const std::int64_t channels = options_.example_shape[0], height = options_.example_shape[1],
                      width = options_.example_shape[2];
   std::vector<float> grid(static_cast<std::size_t>(options_.num_classes * channels * kGrid * kGrid));
-  std::uint64_t state = mix(options_.seed);
-  for (float& value : grid) value = signed_unit(state = mix(state));
+  std::uint64_t state = splitmix64(options_.seed);
+  for (float& value : grid) value = signed_unit(state = splitmix64(state));
   for (std::int64_t plane = 0; plane < options_.num_classes * channels; ++plane)
     for (std::int64_t y = 0; y < height; ++y)
       for (std::int64_t x = 0; x < width; ++x)
@@ -52,8 +46,10 @@ std::int32_t SyntheticDataset::get(std::int64_t index, float* out) const {
   TUNECNN_CHECK(index >= 0 && index < options_.size, describe(), ": example ", index, " out of range");
   const auto label = static_cast<std::int32_t>(index % options_.num_classes);
   const float* pattern = patterns_.data() + label * example_size_;
-  std::uint64_t state = mix(options_.noise_seed ^ mix(static_cast<std::uint64_t>(index)));
-  for (std::int64_t i = 0; i < example_size_; ++i) out[i] = pattern[i] + signed_unit(state = mix(state));
+  std::uint64_t state =
+      splitmix64(options_.noise_seed ^ splitmix64(static_cast<std::uint64_t>(index)));
+  for (std::int64_t i = 0; i < example_size_; ++i)
+    out[i] = pattern[i] + signed_unit(state = splitmix64(state));
   return label;
 }
 
