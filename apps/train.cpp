@@ -6,6 +6,7 @@
 #include "apps/training/data_sources.h"
 #include "apps/training/trainer.h"
 #include "autotune/tuned_planner.h"
+#include "core/communicator.h"
 #include "core/error.h"
 #include "models/registry.h"
 #include "ops/conv/registry.h"
@@ -17,7 +18,11 @@ tunecnn::CommandLine make_command_line() {
   for (const std::string& name : tunecnn::model_names()) models += (models.empty() ? "" : ", ") + name;
   tunecnn::CommandLine cli("train", "Trains a convolutional network with SGD and reports test accuracy "
                                     "after every epoch.\nCtrl-C saves a checkpoint (with --checkpoint-dir) "
-                                    "and stops; --resume continues from it.");
+                                    "and stops; --resume continues from it.\nData-parallel: mpirun -np P "
+                                    "train ... runs P processes on one global batch of --batch-size "
+                                    "examples (each process a 1/P share); rank 0 tunes, prints and "
+                                    "writes checkpoints." + std::string(tunecnn::mpi_built() ? "" :
+                                    " (This build has no MPI: install libopenmpi-dev and rebuild.)"));
   cli.option("model", "lenet", "model to train: " + models + " (mobilenet-W-R: width W 1.0, "
                                "0.75, 0.5 or 0.25, resolution R 224, 192, 160 or 128, e.g. "
                                "mobilenet-0.5-128)");
@@ -34,7 +39,7 @@ tunecnn::CommandLine make_command_line() {
                                "'filename wnid' or 'filename class-index' lines (default: "
                                "DIR/val_labels.txt)");
   cli.option("epochs", "2", "number of epochs");
-  cli.option("batch-size", "64", "examples per step");
+  cli.option("batch-size", "64", "examples per step (under mpirun: over all processes together)");
   cli.option("lr", "0.02", "initial learning rate");
   cli.option("schedule", "cosine", "learning-rate schedule: const, step or cosine");
   cli.option("step-epochs", "1", "with --schedule step: epochs between decays");
@@ -46,7 +51,8 @@ tunecnn::CommandLine make_command_line() {
   cli.option("weight-decay", "5e-4", "L2 weight decay");
   cli.flag("nesterov", "use Nesterov momentum");
   cli.option("seed", "1", "seed for initialisation, shuffling and dropout");
-  cli.option("threads", "0", "CPU threads (0: all cores)");
+  cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
+                             "mpirun starts on this host)");
   cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt), written every epoch and on Ctrl-C");
   cli.option("checkpoint-every", "0", "also checkpoint every N batches (0: only per epoch)");
   cli.flag("resume", "continue from the checkpoint in --checkpoint-dir");
@@ -64,6 +70,12 @@ tunecnn::CommandLine make_command_line() {
   cli.option("force-solver", "", "comma-separated conv solvers to use wherever they run (e.g. "
                                   "mec or im2col_gemm,winograd_f2x3); other layers are tuned as usual; "
                                   "what a forced run measures is not written to the cache");
+  cli.option("collective-timeout", "300", "under mpirun: seconds a process waits for the others in "
+                                         "one step's communication before it stops the whole job "
+                                         "(a rank died or hung); waiting for rank 0's tuning is "
+                                         "allowed an hour");
+  cli.option("allreduce-bucket-kb", "1024", "under mpirun: gradients are averaged in buckets of about "
+                                           "this many KiB, each sent as soon as backward finishes it");
   return cli;
 }
 
@@ -104,6 +116,9 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
                   cli.get("max-workspace"), "'");
     o.max_workspace = *bytes;
   }
+  TUNECNN_CHECK(cli.get_int("allreduce-bucket-kb") > 0, "--allreduce-bucket-kb must be positive, got ",
+                cli.get_int("allreduce-bucket-kb"));
+  o.allreduce_bucket_bytes = static_cast<std::size_t>(cli.get_int("allreduce-bucket-kb")) * 1024;
   TUNECNN_CHECK(o.epochs > 0, "--epochs must be positive, got ", o.epochs);
   TUNECNN_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
   return o;
@@ -112,17 +127,27 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::shared_ptr<tunecnn::Communicator> comm;
   try {
     tunecnn::CommandLine cli = make_command_line();
     if (!cli.parse(argc, argv)) return 0;
+    tunecnn::TrainOptions options = options_from(cli);
+    comm = tunecnn::make_communicator();
+    comm->set_timeout_seconds(cli.get_double("collective-timeout"));
+    TUNECNN_CHECK(comm->timeout_seconds() > 0, "--collective-timeout must be positive");
+    options.comm = comm;
     tunecnn::install_interrupt_handler();
-    const tunecnn::TrainResult result = tunecnn::train(options_from(cli), std::cout);
+    const tunecnn::TrainResult result = tunecnn::train(options, std::cout);
+    const bool talk = comm->is_root();  // every rank ends the same way; one says so
     switch (result.status) {
       case tunecnn::TrainStatus::completed: return 0;
-      case tunecnn::TrainStatus::interrupted: std::cerr << "train: " << result.message << "\n"; return 130;
-      case tunecnn::TrainStatus::diverged: std::cerr << "train: error: " << result.message << "\n"; return 3;
+      case tunecnn::TrainStatus::interrupted: if (talk) std::cerr << "train: " << result.message << "\n"; return 130;
+      case tunecnn::TrainStatus::diverged: if (talk) std::cerr << "train: error: " << result.message << "\n"; return 3;
     }
   } catch (const std::exception& e) {
+    // With other ranks waiting in a collective, returning would leave them to time out: end the
+    // whole job now, with this rank's reason.
+    if (comm && comm->size() > 1) comm->abort("train: " + tunecnn::user_message(e));
     std::cerr << "train: error: " << tunecnn::user_message(e) << "\n";
     return 1;
   }

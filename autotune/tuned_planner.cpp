@@ -86,6 +86,17 @@ TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
   cache_ = std::move(loaded.cache);
 }
 
+TunedPlanner::TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options,
+                           std::string device_id, std::map<std::string, std::string> device_fields)
+    : policy_(policy),
+      options_(std::move(options)),
+      device_id_(std::move(device_id)),
+      device_fields_(std::move(device_fields)),
+      cache_(std::move(cache)),
+      save_failed_(true) {  // no file to write: entries stay in cache_
+  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
+}
+
 void TunedPlanner::warn(const std::string& message) const {
   if (options_.warn)
     options_.warn(message);
@@ -508,7 +519,7 @@ std::string TunedPlanner::summary() const {
     out += ", " + std::to_string(s.defaults) +
            (calibrated ? " decided by the device thresholds" : " untuned defaults (no calibration)");
   }
-  return out + " (cache " + cache_path_.string() + ")";
+  return out + (cache_path_.empty() ? " (in memory)" : " (cache " + cache_path_.string() + ")");
 }
 
 }  // namespace tunecnn

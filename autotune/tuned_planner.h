@@ -73,6 +73,11 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // aside and reported through options.warn).
   TunedPlanner(TunePolicy policy, std::filesystem::path cache_path, TunerOptions options,
                    std::string device_id, std::map<std::string, std::string> device_fields);
+  // A planner over `cache` alone, with no file behind it: what it measures stays in this process.
+  // The ranks of a data-parallel job plan this way from the entries rank 0 tuned, so every rank
+  // runs rank 0's plan.
+  TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options, std::string device_id,
+               std::map<std::string, std::string> device_fields);
 
   // A layer planned on its own: its input arrives, and its output leaves, in NCHW.
   ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
@@ -119,7 +124,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   TunedPlannerStats stats() const;
   // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.3 s (cache FILE)".
   std::string summary() const;
-  const std::filesystem::path& cache_path() const { return cache_path_; }
+  const std::filesystem::path& cache_path() const { return cache_path_; }  // empty: in memory
+  const TuningCache& cache() const { return cache_; }
   const std::string& device_id() const { return device_id_; }
   const TunerOptions& options() const { return options_; }
 

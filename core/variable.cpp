@@ -62,11 +62,15 @@ void Variable::zero_grad() {
   if (node_) node_->grad = Tensor();
 }
 
-void Variable::backward() {
+void Variable::backward() { backward(GradReadyFn{}); }
+
+void Variable::backward(const GradReadyFn& on_grad_ready) {
   TUNECNN_CHECK(data().numel() == 1, "backward() without a gradient needs a one-element result, got ",
                 data().describe());
-  backward(Tensor::full(data().shape(), 1.0, data().dtype()));
+  backward(Tensor::full(data().shape(), 1.0, data().dtype()), on_grad_ready);
 }
+
+void Variable::backward(const Tensor& grad) { backward(grad, GradReadyFn{}); }
 
 std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
   // Iterative DFS post-order: deep networks must not overflow the stack. Owning pointers, because
@@ -88,12 +92,16 @@ std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
   return order;  // inputs before the nodes that use them
 }
 
-void Variable::backward(const Tensor& grad) {
+void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready) {
   TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
   add_grad(grad.clone());
   std::vector<std::shared_ptr<Node>> order = topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     std::shared_ptr<Node> node = std::move(*it);  // released at the end of this iteration
+    // A leaf comes before every node that uses it in the topological order, so by the time the
+    // reversed walk reaches it, all of its gradient has been added.
+    const bool leaf = node->inputs.empty() && !node->backward;
+    if (leaf && on_grad_ready && node != node_) on_grad_ready(Variable(node));
     if (!node->backward || !node->grad.defined()) continue;
     node->backward(node->inputs, node->grad);
     // Free the graph as we go: a second backward() through it is an error, not a silent reuse.

@@ -32,8 +32,17 @@ class Variable {
   void add_grad(Tensor g);
   void zero_grad();  // drops the gradient (the next add_grad starts afresh)
 
+  // Called by backward for each leaf that requires grad (a parameter) as soon as the rest of the
+  // pass can no longer add to its gradient: data-parallel training starts reducing it then.
+  using GradReadyFn = std::function<void(const Variable& leaf)>;
+
   void backward();                     // for a one-element result: d(self)/d(self) = 1
   void backward(const Tensor& grad);   // frees the graph behind self as it goes
+  void backward(const GradReadyFn& on_grad_ready);
+  void backward(const Tensor& grad, const GradReadyFn& on_grad_ready);
+
+  // The same for every copy of this Variable, distinct between Variables: a key for maps.
+  const void* id() const { return node_.get(); }
 
   bool same_node(const Variable& other) const { return node_ == other.node_; }
 
@@ -47,6 +56,7 @@ class Variable {
   };
   std::shared_ptr<Node> node_;
 
+  explicit Variable(std::shared_ptr<Node> node) : node_(std::move(node)) {}
   std::vector<std::shared_ptr<Node>> topological_order();
 };
 

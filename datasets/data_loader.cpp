@@ -33,6 +33,10 @@ std::uint64_t uniform_below(Rng& rng, std::uint64_t bound) {
 
 }  // namespace
 
+std::pair<std::int64_t, std::int64_t> shard_slice(std::int64_t count, int rank, int ranks) {
+  return {count * rank / ranks, count * (rank + 1) / ranks};
+}
+
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
   TUNECNN_CHECK(dataset_ != nullptr, "DataLoader needs a dataset");
@@ -40,6 +44,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                 ": batch size must be positive, got ", options_.batch_size);
   TUNECNN_CHECK(options_.prefetch > 0, dataset_->describe(),
                 ": prefetch must be at least 1 batch, got ", options_.prefetch);
+  TUNECNN_CHECK(options_.shard_count > 0 && options_.shard_rank >= 0 &&
+                    options_.shard_rank < options_.shard_count,
+                dataset_->describe(), ": shard ", options_.shard_rank, " of ",
+                options_.shard_count, " does not exist");
 }
 
 DataLoader::~DataLoader() {
@@ -111,8 +119,12 @@ void DataLoader::produce(int epoch, std::vector<std::int64_t> order, std::int64_
 
 Batch DataLoader::assemble(int epoch, const std::vector<std::int64_t>& order,
                            std::int64_t batch) const {
-  const std::int64_t begin = batch * options_.batch_size;
-  const std::int64_t count = std::min<std::int64_t>(options_.batch_size, dataset_->size() - begin);
+  const std::int64_t global_begin = batch * options_.batch_size;
+  const std::int64_t global_count =
+      std::min<std::int64_t>(options_.batch_size, dataset_->size() - global_begin);
+  const auto [slice_begin, slice_end] =
+      shard_slice(global_count, options_.shard_rank, options_.shard_count);
+  const std::int64_t begin = global_begin + slice_begin, count = slice_end - slice_begin;
   const Shape example = dataset_->example_shape();
   const std::int64_t example_size = shape_numel(example);
   Shape shape{count};
@@ -122,6 +134,7 @@ Batch DataLoader::assemble(int epoch, const std::vector<std::int64_t>& order,
   out.images = Tensor::empty(shape);
   out.labels.resize(static_cast<std::size_t>(count));
   out.first_index = begin;
+  out.global_size = global_count;
   float* images = out.images.data<float>();
   // Keyed by the example, not its position, so a crop does not depend on the batch size.
   const std::uint64_t epoch_draws = epoch_seed(options_.seed ^ 0xA5A5A5A5A5A5A5A5ull, epoch);

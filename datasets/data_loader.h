@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "datasets/dataset.h"
@@ -23,7 +24,16 @@ struct DataLoaderOptions {
   int prefetch = 2;        // batches assembled ahead of the consumer
   // Serve Dataset::get_augmented (random crops and flips) rather than get: training sets.
   bool augment = false;
+  // Data-parallel training: serve only this rank's share of every batch. The epoch order and the
+  // batch boundaries are the single-process ones for batch_size (the global batch); rank r of P
+  // takes the contiguous slice [r*B/P, (r+1)*B/P) of each batch of B examples, so the P ranks
+  // together see exactly the batches one process would (possibly an empty slice when B < P).
+  int shard_rank = 0;
+  int shard_count = 1;
 };
+
+// [begin, end) of rank `rank`'s slice of `count` examples shared by `ranks`.
+std::pair<std::int64_t, std::int64_t> shard_slice(std::int64_t count, int rank, int ranks);
 
 // One consumer: start_epoch and next are called from the same thread.
 class DataLoader {

@@ -14,6 +14,8 @@ struct Batch {
   Tensor images;                      // f32 [B, C, H, W], NCHW
   std::vector<std::int32_t> labels;   // B labels in [0, classes)
   std::int64_t first_index = 0;       // position of the batch in the epoch, in examples
+  // Examples in the whole job's batch: labels.size() unless the loader serves one shard of it.
+  std::int64_t global_size = 0;
 };
 
 class Dataset {

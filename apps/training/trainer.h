@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/communicator.h"
+#include "core/gradient_allreduce.h"
+
 namespace tunecnn {
 
 struct TrainOptions {
@@ -45,6 +48,12 @@ struct TrainOptions {
   std::filesystem::path tune_cache;      // empty: default_tuning_cache_path()
   std::size_t max_workspace = SIZE_MAX;  // conv workspace budget for tuned candidates
   std::vector<std::string> force_solvers;  // --force-solver: only these conv solvers where they run
+  // The job's processes (core/communicator.h); null: this process alone. With more than one
+  // rank, batch_size is the global batch: each rank trains on its share of every batch
+  // (data_loader.h), gradients are averaged by allreduce in buckets of allreduce_bucket_bytes,
+  // metrics are summed over ranks, rank 0 alone prints and writes checkpoints.
+  std::shared_ptr<Communicator> comm;
+  std::size_t allreduce_bucket_bytes = GradientAllreduce::kDefaultBucketBytes;
   // Called after every training step with the 0-based epoch and the 1-based batch just done.
   std::function<void(int epoch, std::int64_t batch)> on_batch_end;
 };

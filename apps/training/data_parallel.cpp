@@ -1,0 +1,106 @@
+#include "apps/training/data_parallel.h"
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "autotune/tuning_cache.h"
+#include "core/error.h"
+
+namespace tunecnn {
+namespace {
+
+// Profiling AlexNet or MobileNet from an empty cache takes minutes, not the seconds a step does.
+constexpr double kTuningTimeoutSeconds = 3600;
+
+// The first line of a text, and the rest after it.
+std::pair<std::string, std::string> split_first_line(const std::string& text) {
+  const std::size_t end = text.find('\n');
+  if (end == std::string::npos) return {text, ""};
+  return {text.substr(0, end), text.substr(end + 1)};
+}
+
+}  // namespace
+
+DataParallel::DataParallel(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
+  TUNECNN_CHECK(comm_ != nullptr, "DataParallel needs a communicator");
+}
+
+int DataParallel::threads_per_rank(int requested) const {
+  if (requested > 0) return requested;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / comm_->local_size());
+}
+
+// The message: rank 0's device id, its host, then its cache as YAML.
+void DataParallel::send_tuning(const TunedPlanner& tuned) {
+  std::string message = tuned.device_id() + "\n" + comm_->host() + "\n" + tuned.cache().to_yaml();
+  comm_->broadcast(message, 0, "sending rank 0's tuning to the other ranks");
+}
+
+std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem::path& cache_path,
+                                                           const TunerOptions& options) {
+  const double timeout = comm_->timeout_seconds();
+  comm_->set_timeout_seconds(std::max(timeout, kTuningTimeoutSeconds));
+  std::string message;
+  comm_->broadcast(message, 0, "waiting for rank 0's tuning");
+  comm_->set_timeout_seconds(timeout);
+  const auto [device_id, rest] = split_first_line(message);
+  const auto [root_host, yaml] = split_first_line(rest);
+  std::vector<std::string> warnings;
+  TuningCache cache = parse_tuning_cache(yaml, "rank 0's tuning cache", warnings);
+  std::map<std::string, std::string> fields;
+  if (const auto device = cache.devices().find(device_id); device != cache.devices().end())
+    fields = device->second.fingerprint;
+  if (comm_->local_rank() == 0 && comm_->host() != root_host && !cache_path.empty()) {
+    // Another host: keep rank 0's measurements in this host's cache file too.
+    update_tuning_cache_file(cache_path, [&](TuningCache& fresh) { fresh = merge(fresh, cache); });
+  }
+  return std::make_shared<TunedPlanner>(TunePolicy::off, std::move(cache), options, device_id,
+                                        std::move(fields));
+}
+
+void DataParallel::check_same_start(const std::string& plans, const Module& model) {
+  std::ostringstream mine;
+  mine.precision(17);
+  mine << "weights checksum " << weights_checksum(model) << "\n" << plans;
+  const std::vector<std::string> all = comm_->gather(mine.str(), "comparing the ranks' plans");
+  std::string problem;
+  for (std::size_t r = 1; r < all.size() && problem.empty(); ++r)
+    if (all[r] != all[0])
+      problem = "rank " + std::to_string(r) + " would train differently from rank 0 (" +
+                (split_first_line(all[r]).first != split_first_line(all[0]).first
+                     ? "other initial weights: check that every rank reads the same checkpoint"
+                     : "another layer plan") +
+                ")";
+  std::string verdict = problem;
+  comm_->broadcast(verdict, 0, "comparing the ranks' plans");
+  if (!verdict.empty()) {
+    if (comm_->is_root()) comm_->abort(verdict);
+    comm_->barrier("stopping after a plan mismatch");  // rank 0's abort ends this process
+  }
+}
+
+std::string DataParallel::describe(std::int64_t global_batch, int threads) const {
+  const int ranks = comm_->size();
+  std::ostringstream text;
+  text << "data parallel: " << ranks << " processes, " << comm_->local_size() << " on this host, "
+       << "global batch " << global_batch << " = " << global_batch / ranks
+       << (global_batch % ranks ? "-" + std::to_string(global_batch / ranks + 1) : "")
+       << " per process, " << threads << " thread" << (threads == 1 ? "" : "s")
+       << " each; gradients averaged by allreduce, BatchNorm statistics per process";
+  return text.str();
+}
+
+double weights_checksum(const Module& model) {
+  double sum = 0;
+  for (const auto& [name, parameter] : model.parameters()) {
+    const Tensor& data = parameter.data();
+    if (data.dtype() != DType::f32) continue;
+    const float* values = data.data<float>();
+    for (std::int64_t i = 0; i < data.numel(); ++i) sum += values[i];
+  }
+  return sum;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,54 @@
+#pragma once
+// The data-parallel side of `train` under mpirun: how the ranks share the work of one run.
+//   - threads: a host's cores are split among its ranks;
+//   - tuning: rank 0 tunes (profiling every shape any rank will run) and writes its cache file;
+//     the other ranks plan from its entries, received by broadcast, so every rank runs rank 0's
+//     plan and none times anything. A rank on another host merges the entries into its own cache
+//     file (under the file lock, atomically);
+//   - consistency: after planning, rank 0 checks that every rank planned the same layers the same
+//     way and holds the same weights, and stops the job naming the first rank that differs.
+// Gradients are averaged by core/gradient_allreduce.h; metrics are summed in the loop itself.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "autotune/tuned_planner.h"
+#include "core/communicator.h"
+#include "core/module.h"
+
+namespace tunecnn {
+
+class DataParallel {
+ public:
+  explicit DataParallel(std::shared_ptr<Communicator> comm);
+
+  Communicator& comm() const { return *comm_; }
+  const std::shared_ptr<Communicator>& comm_ptr() const { return comm_; }
+  bool active() const { return comm_->size() > 1; }
+
+  // --threads 0: this host's hardware threads shared evenly by its ranks (at least 1 each).
+  int threads_per_rank(int requested) const;
+
+  // Rank 0: sends `tuned`'s cache once it has planned. Other ranks: receives it and returns a
+  // planner over those entries alone (policy `off`: it times nothing), after merging them into
+  // `cache_path` when this is the first rank of a host other than rank 0's. Waits for rank 0's
+  // tuning under a long timeout (an hour at least), since profiling a large model takes minutes.
+  void send_tuning(const TunedPlanner& tuned);
+  std::shared_ptr<TunedPlanner> receive_tuning(const std::filesystem::path& cache_path,
+                                               const TunerOptions& options);
+
+  // Rank 0 compares every rank's plan description and weights checksum with its own; a rank that
+  // differs stops the job with a message naming it.
+  void check_same_start(const std::string& plans, const Module& model);
+
+  // "data parallel: 2 processes on 1 host, global batch 64 = 32 per process, 1 thread each".
+  std::string describe(std::int64_t global_batch, int threads) const;
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+};
+
+// Sum of every parameter value in double, in registration order: equal weights give equal sums.
+double weights_checksum(const Module& model);
+
+}  // namespace tunecnn
