@@ -17,7 +17,7 @@ tunecnn::CommandLine make_command_line() {
   std::string models;
   for (const std::string& name : tunecnn::model_names()) models += (models.empty() ? "" : ", ") + name;
   tunecnn::CommandLine cli("train", "Trains a convolutional network with SGD and reports test accuracy "
-                                    "after every epoch.\nCtrl-C saves a checkpoint (with --checkpoint-dir) "
+                                    "after every epoch.\nCtrl-C (or SIGTERM) saves a checkpoint (with --checkpoint-dir) "
                                     "and stops; --resume continues from it.\nData-parallel: mpirun -np P "
                                     "train ... runs P processes on one global batch of --batch-size "
                                     "examples (each process a 1/P share); rank 0 tunes, prints and "

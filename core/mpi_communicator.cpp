@@ -116,7 +116,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   [[noreturn]] void abort(const std::string& message) override {
-    std::cerr << "error: rank " << rank_ << " of " << size_ << " (" << host_ << "): " << message
+    std::cerr << "\nerror: rank " << rank_ << " of " << size_ << " (" << host_ << "): " << message
               << "\n" << std::flush;
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();  // MPI_Abort does not return; this tells the compiler so

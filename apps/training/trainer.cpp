@@ -48,9 +48,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-extern "C" void on_sigint(int) {
+// SIGTERM too: mpirun answers Ctrl-C by sending SIGTERM to every rank (then SIGKILL a little
+// later), and batch schedulers end jobs with it; the ranks agree on the stop at the next step and
+// rank 0 writes the checkpoint.
+extern "C" void on_stop_signal(int signal) {
   stop_requested().store(true);
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::signal(signal, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
 // Running sums of one epoch; saved in mid-epoch checkpoints so a resumed epoch reports the same.
@@ -523,7 +526,8 @@ std::atomic<bool>& stop_requested() {
 
 void install_interrupt_handler() {
   stop_requested();  // construct the flag before a signal can reach it
-  std::signal(SIGINT, on_sigint);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
 }
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir) { return dir / "last.ckpt"; }

@@ -73,7 +73,7 @@ struct TrainResult {
   std::string message;
 };
 
-// Set by the SIGINT handler (or a test): the loop saves a checkpoint and returns at the next batch.
+// Set by the SIGINT and SIGTERM handler (or a test): the loop saves a checkpoint and returns at the next batch.
 std::atomic<bool>& stop_requested();
 void install_interrupt_handler();
 
