@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include "apps/training/trainer.h"
@@ -157,6 +158,37 @@ TEST(MpiDataParallel, TwoProcessTrainingOnRealMnistMatchesOneProcess) {
   EXPECT_NEAR(a.test_acc, b.test_acc, 0.005);
   EXPECT_NEAR(a.train_loss, b.train_loss, 0.01);
   world()->barrier("end of the training test");
+}
+
+// Rank 0 tunes and writes the cache; rank 1 plans from the broadcast entries. The trainer itself
+// stops the job if the ranks' plans differ, so completing is the check; the cache holds rank 0's
+// entries for the ranks' shapes: 32 each, and 8 each of the last training batch (2000 % 64 = 16).
+TEST(MpiDataParallel, RankZeroTunesOnceAndEveryRankRunsItsPlan) {
+  Communicator& comm = *world();
+  std::unique_ptr<testing::TempDir> dir;
+  std::string cache = "";
+  if (comm.is_root()) {
+    dir = std::make_unique<testing::TempDir>();
+    cache = (dir->path() / "tuning.yaml").string();
+  }
+  comm.broadcast(cache, 0, "test cache path");
+  TrainOptions o = mnist_run(world());
+  o.train_limit = 2000;
+  o.test_limit = 500;
+  o.tune = "cached";
+  o.tune_cache = cache;
+  std::ostringstream out;
+  const TrainResult r = train(o, out);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  comm.barrier("training done");
+  if (comm.is_root()) {
+    std::ifstream in(cache);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("mb32 "), std::string::npos) << "no entry for the 32-image shares";
+    EXPECT_NE(text.str().find("mb8 "), std::string::npos) << "no entry for the last batch's shares";
+  }
+  comm.barrier("cache checked");
 }
 
 }  // namespace
