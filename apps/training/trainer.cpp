@@ -152,7 +152,6 @@ class Run {
   std::string plan_text() const;
   StepSums reduce_step(StepSums sums);
   std::string allreduce_text() const;
-  void share_tuning();
 };
 
 void Run::setup() {
