@@ -1,5 +1,6 @@
 // The idx reader and MNIST loader against the real files and against damaged copies written
-// here, the DataLoader's ordering, resume, error and shutdown guarantees on tiny datasets, and the
+// here, the DataLoader's ordering, resume, error and shutdown guarantees on tiny datasets, its
+// shards for data-parallel training (together they are the single-process batches), and the
 // streaming image folder reader on imagenette-mini, on PNGs written here with known pixels (centre
 // and random crops, flips, area shrinking), on folders with corrupt files, no good file, an empty
 // class or no folder at all, and on flat folders read through a labels file.
@@ -533,6 +534,109 @@ TEST(DataLoader, MisuseIsAnError) {
   DataLoader loader(data, {.batch_size = 2});
   Batch batch;
   EXPECT_THROW(loader.next(batch), Error);
+}
+
+// ---- DataLoader shards (data-parallel training) ----
+
+// Example i reads {i, -1}; under augmentation {i, low bits of the draw}, so a batch shows which
+// examples it holds and which random transform each one got.
+class DrawStampedDataset final : public Dataset {
+ public:
+  explicit DrawStampedDataset(std::int64_t size) : size_(size) {}
+  std::int64_t size() const override { return size_; }
+  Shape example_shape() const override { return {1, 1, 2}; }
+  int num_classes() const override { return static_cast<int>(size_); }
+  std::string describe() const override { return "draw-stamped"; }
+  std::int32_t get(std::int64_t index, float* out) const override {
+    out[0] = static_cast<float>(index);
+    out[1] = -1;
+    return static_cast<std::int32_t>(index);
+  }
+  std::int32_t get_augmented(std::int64_t index, float* out, std::uint64_t draw) const override {
+    get(index, out);
+    out[1] = static_cast<float>(draw % (1u << 20));  // exact in a float
+    return static_cast<std::int32_t>(index);
+  }
+
+ private:
+  std::int64_t size_;
+};
+
+TEST(DataLoaderShards, SliceSplitsABatchContiguouslyAndEvenly) {
+  for (std::int64_t count = 0; count <= 9; ++count)
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      std::int64_t next = 0;
+      for (int rank = 0; rank < ranks; ++rank) {
+        const auto [begin, end] = shard_slice(count, rank, ranks);
+        EXPECT_EQ(begin, next) << count << " over " << ranks << ", rank " << rank;
+        EXPECT_GE(end - begin, count / ranks);
+        EXPECT_LE(end - begin, count / ranks + 1);
+        next = end;
+      }
+      EXPECT_EQ(next, count) << count << " over " << ranks;
+    }
+  // The documented slice [r*B/P, (r+1)*B/P): the larger shares go to the higher ranks.
+  EXPECT_EQ(shard_slice(10, 1, 3), (std::pair<std::int64_t, std::int64_t>{3, 6}));
+  EXPECT_EQ(shard_slice(1, 0, 2), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+}
+
+// With shuffling and augmentation on, the ranks' shards of each batch, concatenated in rank order,
+// are the single-process batch: the same examples, the same crops, the same global size.
+TEST(DataLoaderShards, RanksTogetherServeTheSingleProcessBatches) {
+  bool saw_empty_shard = false;
+  for (std::int64_t size : {9, 10, 11}) {  // last batches of 1, 2 and 3 examples
+    auto data = std::make_shared<DrawStampedDataset>(size);
+    const DataLoaderOptions options{.batch_size = 4, .shuffle = true, .seed = 5, .augment = true};
+    DataLoader single(data, options);
+    single.start_epoch(1);
+    const std::vector<Batch> whole = drain(single);
+    for (const Batch& b : whole) {
+      EXPECT_EQ(b.global_size, static_cast<std::int64_t>(b.labels.size()));
+      for (std::size_t i = 0; i < b.labels.size(); ++i)
+        EXPECT_NE(b.images.data<float>()[2 * i + 1], -1.0f) << "augmentation is off";
+    }
+    for (int ranks = 1; ranks <= 3; ++ranks) {
+      SCOPED_TRACE(std::to_string(size) + " examples over " + std::to_string(ranks) + " ranks");
+      std::vector<std::vector<Batch>> shards;
+      for (int rank = 0; rank < ranks; ++rank) {
+        DataLoaderOptions sharded = options;
+        sharded.shard_rank = rank;
+        sharded.shard_count = ranks;
+        DataLoader loader(data, sharded);
+        loader.start_epoch(1);
+        shards.push_back(drain(loader));
+        // Every rank takes part in every step, with an empty shard if need be.
+        ASSERT_EQ(shards.back().size(), whole.size()) << "rank " << rank;
+      }
+      for (std::size_t b = 0; b < whole.size(); ++b) {
+        std::vector<std::int32_t> labels;
+        std::vector<double> pixels;
+        for (int rank = 0; rank < ranks; ++rank) {
+          const Batch& part = shards[rank][b];
+          EXPECT_EQ(part.global_size, static_cast<std::int64_t>(whole[b].labels.size()));
+          EXPECT_EQ(part.first_index,
+                    whole[b].first_index + static_cast<std::int64_t>(labels.size()));
+          EXPECT_EQ(part.images.shape(),
+                    (Shape{static_cast<std::int64_t>(part.labels.size()), 1, 1, 2}));
+          saw_empty_shard |= part.labels.empty();
+          labels.insert(labels.end(), part.labels.begin(), part.labels.end());
+          const std::vector<double> v = testing::values(part.images);
+          pixels.insert(pixels.end(), v.begin(), v.end());
+        }
+        EXPECT_EQ(labels, whole[b].labels) << "batch " << b;
+        EXPECT_EQ(pixels, testing::values(whole[b].images)) << "batch " << b;
+      }
+    }
+  }
+  EXPECT_TRUE(saw_empty_shard);
+}
+
+TEST(DataLoaderShards, ShardThatDoesNotExistIsAnError) {
+  auto data = tiny_dataset(4);
+  expect_error([&] { DataLoader(data, {.shard_rank = 2, .shard_count = 2}); },
+               {"tiny", "shard 2 of 2", "does not exist"});
+  expect_error([&] { DataLoader(data, {.shard_rank = -1, .shard_count = 2}); }, {"shard -1 of 2"});
+  expect_error([&] { DataLoader(data, {.shard_rank = 0, .shard_count = 0}); }, {"shard 0 of 0"});
 }
 
 // ---- image folders ----
