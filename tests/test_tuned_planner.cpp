@@ -1,8 +1,9 @@
 // The tuned conv planner behind `train --tune`: cache hits time nothing (a fake clock counts
 // calls), `full` re-tunes, `off` never times and follows the thresholds, keys are deduped, other
 // devices' entries are not used except by `verify` (which re-times at most one candidate per
-// layout), --force-solver is honoured, stale entries are re-tuned, and the file it writes
-// round-trips. No real-time assertions.
+// layout), --force-solver is honoured, stale entries are re-tuned, the file it writes
+// round-trips, and a planner over a cache handed over in memory (data-parallel ranks) plans the
+// same and writes no file. No real-time assertions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -262,6 +263,78 @@ TEST(TunedPlanner, OffFollowsTheDeviceThresholds) {
   EXPECT_EQ(plan.layout(), Layout::CHWN);
   EXPECT_EQ(plan.fwd.solver->name(), threshold_plan(kSmall, t, SIZE_MAX).fwd.solver->name());
   EXPECT_NE(off->summary().find("decided by the device thresholds"), std::string::npos) << off->summary();
+}
+
+// Changes the working directory for a scope, so a test can see a file written to a relative path.
+class WorkingDirectory {
+ public:
+  explicit WorkingDirectory(const std::filesystem::path& dir)
+      : previous_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~WorkingDirectory() { std::filesystem::current_path(previous_); }
+  WorkingDirectory(const WorkingDirectory&) = delete;
+  WorkingDirectory& operator=(const WorkingDirectory&) = delete;
+
+ private:
+  std::filesystem::path previous_;
+};
+
+std::vector<std::filesystem::path> files_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string contents(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The data-parallel ranks plan from the cache rank 0 tuned, handed over in memory: the same plans,
+// nothing timed under `off`, and no file read or written, whatever the policy.
+TEST(TunedPlanner, InMemoryCacheFromAnotherPlannerGivesItsPlansWithoutFiles) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  Harness root;
+  auto tuner = root.planner(TunePolicy::cached, file);
+  const ConvLayerPlan tuned = tuner->plan(kSmall);
+  ASSERT_GT(root.calls, 0);
+  const std::string file_before = contents(file);
+  const auto files_before = files_in(dir.path());
+
+  testing::TempDir cwd;  // where a planner that wrongly wrote to an empty path would leave files
+  WorkingDirectory in_cwd(cwd.path());
+  Harness rank;
+  TunedPlanner off(TunePolicy::off, tuner->cache(), rank.options(), "cpu-test",
+                   {{"model", "cpu-test"}});
+  EXPECT_TRUE(same(off.plan(kSmall), tuned));
+  EXPECT_EQ(rank.calls, 0);
+  EXPECT_EQ(off.stats().from_cache, 3);
+  EXPECT_EQ(off.stats().defaults, 0);
+  EXPECT_TRUE(off.cache_path().empty());
+  EXPECT_NE(off.summary().find("(in memory)"), std::string::npos) << off.summary();
+  EXPECT_TRUE(rank.warnings.empty());
+
+  // A key the cache lacks is profiled under `cached`, kept in the planner's cache and written
+  // nowhere.
+  Harness tuning_rank;
+  TunedPlanner cached(TunePolicy::cached, tuner->cache(), tuning_rank.options(), "cpu-test",
+                      {{"model", "cpu-test"}});
+  cached.plan(k5x5);
+  EXPECT_GT(tuning_rank.calls, 0);
+  EXPECT_EQ(cached.stats().profiled, 3);
+  EXPECT_NE(cached.cache().find("cpu-test", k5x5.key()), nullptr);
+  // The handed-over entries stay beside the new one.
+  EXPECT_NE(cached.cache().find("cpu-test", kSmall.key()), nullptr);
+  EXPECT_TRUE(tuning_rank.warnings.empty()) << tuning_rank.warnings.front();
+  EXPECT_TRUE(files_in(cwd.path()).empty());
+  EXPECT_EQ(files_in(dir.path()), files_before);
+  EXPECT_EQ(contents(file), file_before);
 }
 
 }  // namespace
