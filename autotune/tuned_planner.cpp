@@ -245,7 +245,7 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
         ++stats_.from_cache;
         return &remember(*entry);
       }
-      warn("tuning cache " + cache_path_.string() + ": no candidate of the entry for " + key +
+      warn("tuning cache " + (cache_path_.empty() ? "(in memory)" : cache_path_.string()) + ": no candidate of the entry for " + key +
            " runs here any more (solver gone, not applicable, or over --max-workspace)" +
            (policy_ == TunePolicy::off ? "; deciding it from the thresholds" : "; re-tuning it"));
     }

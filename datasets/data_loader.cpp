@@ -47,7 +47,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   TUNECNN_CHECK(options_.shard_count > 0 && options_.shard_rank >= 0 &&
                     options_.shard_rank < options_.shard_count,
                 dataset_->describe(), ": shard ", options_.shard_rank, " of ",
-                options_.shard_count, " does not exist");
+                options_.shard_count, " does not exist (the rank must be in [0, count) and the count positive)");
 }
 
 DataLoader::~DataLoader() {
