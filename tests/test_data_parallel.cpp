@@ -1,0 +1,128 @@
+// DataParallel (apps/training/data_parallel.h) against a scripted communicator: how a rank
+// receives rank 0's tuning (and keeps it in its own host's cache file), and how rank 0 stops a
+// job whose ranks would not train alike. The real two-rank runs are in tests/mpi/.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "apps/training/data_parallel.h"
+#include "autotune/tuning_cache.h"
+#include "core/module.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+// Plays one rank of two: broadcast hands over `root_message`, gather returns `others` after this
+// rank's text, abort throws so the test sees the message.
+class ScriptedRank final : public Communicator {
+ public:
+  ScriptedRank(int rank, std::string host) : rank_(rank), host_(std::move(host)) {}
+  std::string root_message;
+  std::vector<std::string> others;
+  double timeout_during_broadcast = 0;
+
+  int rank() const override { return rank_; }
+  int size() const override { return 2; }
+  int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
+  std::string host() const override { return host_; }
+  void allreduce_sum(float*, std::size_t, const char*) override {}
+  void allreduce_sum(double*, std::size_t, const char*) override {}
+  void allreduce_max(double*, std::size_t, const char*) override {}
+  RequestId start_allreduce_sum(float*, std::size_t) override { return 0; }
+  void progress() override {}
+  void wait_all(const char*) override {}
+  void broadcast(std::string& text, int, const char*) override {
+    timeout_during_broadcast = timeout_seconds();
+    if (rank_ != 0) text = root_message;
+  }
+  std::vector<std::string> gather(const std::string& text, const char*) override {
+    std::vector<std::string> all = {text};
+    all.insert(all.end(), others.begin(), others.end());
+    return all;
+  }
+  void barrier(const char*) override {}
+  [[noreturn]] void abort(const std::string& message) override { throw std::runtime_error(message); }
+
+ private:
+  int rank_;
+  std::string host_;
+};
+
+TuningCache cache_with_mec_t(const std::string& device, int mec_t) {
+  TuningCache cache;
+  DeviceThresholds thresholds;
+  thresholds.mec_t = mec_t;
+  cache.set_thresholds(device, {{"cpu", device}}, thresholds);
+  return cache;
+}
+
+std::string root_message(const std::string& host) {
+  return "dev-a\n" + host + "\n" + cache_with_mec_t("dev-a", 42).to_yaml();
+}
+
+TEST(DataParallel, ARankPlansFromRankZerosEntriesInMemoryUnderALongTimeout) {
+  testing::TempDir dir;
+  auto comm = std::make_shared<ScriptedRank>(1, "host-a");
+  comm->root_message = root_message("host-a");  // same host: rank 0 already wrote the file
+  comm->set_timeout_seconds(5);
+  DataParallel dp(comm);
+  const auto planner = dp.receive_tuning(dir.path() / "tuning.yaml", TunerOptions{});
+  EXPECT_EQ(planner->device_id(), "dev-a");
+  EXPECT_EQ(planner->policy(), TunePolicy::off);
+  EXPECT_TRUE(planner->cache_path().empty());
+  EXPECT_EQ(planner->cache().thresholds("dev-a").mec_t, 42);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "tuning.yaml"));
+  EXPECT_GE(comm->timeout_during_broadcast, 3600);  // rank 0 may profile for minutes
+  EXPECT_EQ(comm->timeout_seconds(), 5);            // and the step timeout is back
+}
+
+TEST(DataParallel, ARankOnAnotherHostMergesRankZerosEntriesIntoItsCacheFile) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "tuning.yaml";
+  save_tuning_cache(cache_with_mec_t("dev-b", 7), path);  // this host's own measurements
+  auto comm = std::make_shared<ScriptedRank>(1, "host-b");
+  comm->root_message = root_message("host-a");
+  DataParallel(comm).receive_tuning(path, TunerOptions{});
+  const LoadedTuningCache merged = load_tuning_cache(path);
+  EXPECT_TRUE(merged.warnings.empty());
+  EXPECT_EQ(merged.cache.thresholds("dev-a").mec_t, 42);
+  EXPECT_EQ(merged.cache.thresholds("dev-b").mec_t, 7);
+}
+
+class OneWeight : public Module {
+ public:
+  explicit OneWeight(float value) {
+    register_parameter("w", Tensor::from_vector(std::vector<float>{value, 1.0f}, {2}));
+  }
+  Variable forward(const Variable& input) override { return input; }
+  std::string describe() const override { return "OneWeight"; }
+};
+
+TEST(DataParallel, RankZeroStopsTheJobWhenARankPlannedOrStartsDifferently) {
+  const OneWeight model(0.5f);  // weights checksum 0.5 + 1.0
+  auto comm = std::make_shared<ScriptedRank>(0, "h");
+  DataParallel dp(comm);
+  // Every rank alike: nothing happens.
+  comm->others = {"weights checksum 1.5\nconv1: NCHW ...\n"};
+  EXPECT_NO_THROW(dp.check_same_start("conv1: NCHW ...\n", model));
+  comm->others = {"weights checksum 1.5\nconv1: CHWN ...\n"};
+  try {
+    dp.check_same_start("conv1: NCHW ...\n", model);
+    FAIL() << "a rank with another plan must stop the job";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("another layer plan"), std::string::npos) << e.what();
+  }
+  comm->others = {"weights checksum 2.5\nconv1: NCHW ...\n"};
+  try {
+    dp.check_same_start("conv1: NCHW ...\n", model);
+    FAIL() << "a rank with other weights must stop the job";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("other initial weights"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tunecnn
