@@ -13,7 +13,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "apps/bench/conv_bench.h"
 #include "apps/bench/data_bench.h"
@@ -45,12 +44,6 @@ namespace {
 
 using namespace tunecnn;
 
-// This rank's share of a global batch (all of it in a single process).
-std::int64_t local_share(std::int64_t global_batch, int rank, int ranks) {
-  const auto [begin, end] = shard_slice(global_batch, rank, ranks);
-  return end - begin;
-}
-
 // The untuned defaults, or the autotuner's plan for every batch this run steps on. Under mpirun,
 // as train does: rank 0 tunes, for every rank's share of the global batch, and sends its entries;
 // the other ranks plan from them without timing anything, so every rank runs rank 0's plan.
@@ -59,21 +52,12 @@ void plan_layers(const CommandLine& cli, Module& model, const Shape& input, std:
   if (cli.get("tune") == "off") return;
   const std::filesystem::path cache =
       cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path();
-  const Communicator& comm = dp.comm();
-  std::shared_ptr<TunedPlanner> tuner;
-  std::set<std::int64_t> batches;
-  if (comm.is_root()) {
-    const std::map<std::string, std::string> fields = cpu_fingerprint().fields();
-    tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
-                                           device_id(fields), fields);
-    for (int rank = 0; rank < comm.size(); ++rank) batches.insert(local_share(global_batch, rank, comm.size()));
-  } else {
-    tuner = dp.receive_tuning(cache, TunerOptions{});
-    batches.insert(local_share(global_batch, comm.rank(), comm.size()));
-  }
+  const std::shared_ptr<TunedPlanner> tuner =
+      dp.make_tuner(parse_tune_policy(cli.get("tune")), cache, TunerOptions{});
   NetworkPlanner planner(tuner);
-  for (std::int64_t batch : batches) planner.plan(model, {batch, input[0], input[1], input[2]});
-  if (!comm.is_root()) return;
+  for (std::int64_t batch : dp.rank_shares({global_batch}))
+    planner.plan(model, {batch, input[0], input[1], input[2]});
+  if (!dp.comm().is_root()) return;
   std::cout << "# " << tuner->summary() << "\n";
   if (dp.active()) dp.send_tuning(*tuner);
 }
@@ -105,9 +89,7 @@ class TrainStep {
     double loss_sum = loss.data().data<float>()[0] * static_cast<double>(labels_.size());
     dp_.comm().allreduce_sum(&loss_sum, 1, "summing the step's loss");
     const double waited_before = allreduce_->stats().wait_seconds;
-    allreduce_->begin_step(static_cast<std::int64_t>(labels_.size()), global_batch_);
-    loss.backward([&](const Variable& p) { allreduce_->on_gradient_ready(p); });
-    allreduce_->finish();
+    allreduce_->backward(loss, static_cast<std::int64_t>(labels_.size()), global_batch_);
     wait_seconds_.push_back(allreduce_->stats().wait_seconds - waited_before);
     sgd_.step();
   }
@@ -167,7 +149,8 @@ int bench_train(int argc, const char* const* argv) {
   TUNECNN_CHECK(global_batch >= dp.comm().size(), "bench train: --batch-size ", global_batch,
                 " leaves some of the ", dp.comm().size(), " processes without examples; give at least one "
                 "example per process");
-  const std::int64_t batch = local_share(global_batch, dp.comm().rank(), dp.comm().size());
+  const auto [share_begin, share_end] = shard_slice(global_batch, dp.comm().rank(), dp.comm().size());
+  const std::int64_t batch = share_end - share_begin;  // this rank's share (all of it alone)
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}}, rng);
   plan_layers(cli, *model, input, global_batch, dp);
   Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});

@@ -67,6 +67,13 @@ void GradientAllreduce::finish() {
   ++stats_.steps;
 }
 
+void GradientAllreduce::backward(Variable& loss, std::int64_t local_examples,
+                                 std::int64_t global_examples) {
+  begin_step(local_examples, global_examples);
+  if (local_examples > 0) loss.backward([this](const Variable& p) { on_gradient_ready(p); });
+  finish();
+}
+
 std::vector<std::vector<std::string>> GradientAllreduce::bucket_layout() const {
   std::vector<std::vector<std::string>> names;
   for (const Bucket& b : buckets_) {

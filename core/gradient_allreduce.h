@@ -46,6 +46,10 @@ class GradientAllreduce {
   // gradients back into every parameter.
   void finish();
 
+  // The whole step: begin_step, `loss`'s backward with on_gradient_ready as its hook (no
+  // backward when this rank has no examples), finish.
+  void backward(Variable& loss, std::int64_t local_examples, std::int64_t global_examples);
+
   const AllreduceStats& stats() const { return stats_; }
   // Parameter names per bucket, in the order buckets are reduced (for tests and --help text).
   std::vector<std::vector<std::string>> bucket_layout() const;

@@ -4,8 +4,10 @@
 #include <sstream>
 #include <thread>
 
+#include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
 #include "core/error.h"
+#include "datasets/data_loader.h"
 
 namespace tunecnn {
 namespace {
@@ -58,6 +60,25 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
   }
   return std::make_shared<TunedPlanner>(TunePolicy::off, std::move(cache), options, device_id,
                                         std::move(fields));
+}
+
+std::shared_ptr<TunedPlanner> DataParallel::make_tuner(TunePolicy policy,
+                                                       const std::filesystem::path& cache_path,
+                                                       const TunerOptions& options) {
+  if (!comm_->is_root()) return receive_tuning(cache_path, options);
+  const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
+  return std::make_shared<TunedPlanner>(policy, cache_path, options, device_id(fields), fields);
+}
+
+std::set<std::int64_t> DataParallel::rank_shares(const std::set<std::int64_t>& global_sizes) const {
+  std::set<std::int64_t> shares;
+  for (std::int64_t size : global_sizes)
+    for (int r = 0; r < comm_->size(); ++r) {
+      const auto [begin, end] = shard_slice(size, r, comm_->size());
+      shares.insert(end - begin);
+    }
+  shares.erase(0);
+  return shares;
 }
 
 void DataParallel::check_same_start(const std::string& plans, const Module& model) {

@@ -10,6 +10,7 @@
 // Gradients are averaged by core/gradient_allreduce.h; metrics are summed in the loop itself.
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "autotune/tuned_planner.h"
@@ -36,6 +37,14 @@ class DataParallel {
   void send_tuning(const TunedPlanner& tuned);
   std::shared_ptr<TunedPlanner> receive_tuning(const std::filesystem::path& cache_path,
                                                const TunerOptions& options);
+  // The planner this rank plans with: on rank 0 its own over `cache_path` (under `policy`, for
+  // this machine's fingerprint; it tunes and writes, then send_tuning), elsewhere receive_tuning's.
+  std::shared_ptr<TunedPlanner> make_tuner(TunePolicy policy, const std::filesystem::path& cache_path,
+                                           const TunerOptions& options);
+
+  // The sizes any rank's share of these whole-job batch sizes can have (an empty share left out):
+  // the batch shapes rank 0 tunes so that its plan covers every rank.
+  std::set<std::int64_t> rank_shares(const std::set<std::int64_t>& global_sizes) const;
 
   // Rank 0 compares every rank's plan description and weights checksum with its own; a rank that
   // differs stops the job with a message naming it.

@@ -195,34 +195,18 @@ void Run::setup() {
 
 void Run::install_tuner() {
   if (o_.tune.empty()) return;
-  const TunePolicy policy = parse_tune_policy(o_.tune);
-  const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
   TunerOptions options;
   options.max_workspace_bytes = o_.max_workspace;
   options.only_solvers = o_.force_solvers;
   const std::filesystem::path cache = o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache;
   // Rank 0 tunes; the others wait here for its entries, and plan from them without timing.
-  tuner_ = dp_.comm().is_root()
-               ? std::make_shared<TunedPlanner>(policy, cache, options, device_id(fields), fields)
-               : dp_.receive_tuning(cache, options);
+  tuner_ = dp_.make_tuner(parse_tune_policy(o_.tune), cache, options);
   previous_planner_ = default_conv_planner();
   set_default_conv_planner(tuner_);
   previous_pool_planner_ = default_pool_planner();
   set_default_pool_planner(tuner_);
   previous_softmax_planner_ = default_softmax_planner();
   set_default_softmax_planner(tuner_);
-}
-
-// The sizes any rank's share of these whole-job batch sizes can have.
-std::set<std::int64_t> rank_shares(const std::set<std::int64_t>& global_sizes, int ranks) {
-  std::set<std::int64_t> shares;
-  for (std::int64_t size : global_sizes)
-    for (int r = 0; r < ranks; ++r) {
-      const auto [begin, end] = shard_slice(size, r, ranks);
-      shares.insert(end - begin);
-    }
-  shares.erase(0);
-  return shares;
 }
 
 // Every batch size the run will use: full and last training batches (all three conv directions),
@@ -232,12 +216,11 @@ void Run::prepare_plans() {
   if (!tuner_) return;
   const std::int64_t n_train = data_.train->size(), n_test = data_.test->size();
   const std::int64_t bs = o_.batch_size;
-  const int ranks = dp_.comm().size();
-  const std::set<std::int64_t> train_sizes = rank_shares({std::min(bs, n_train), n_train % bs}, ranks);
+  const std::set<std::int64_t> train_sizes = dp_.rank_shares({std::min(bs, n_train), n_train % bs});
   // Evaluation runs at the training batch size, so its shapes are the training ones (already
   // planned; only a last partial batch is new): a larger evaluation batch cost MobileNet-224 at
   // batch 8 another 20 problems and 9 s of profiling at batch 256, for no faster evaluation.
-  const std::set<std::int64_t> test_sizes = rank_shares({std::min(bs, n_test), n_test % bs}, ranks);
+  const std::set<std::int64_t> test_sizes = dp_.rank_shares({std::min(bs, n_test), n_test % bs});
   NetworkPlanner planner(tuner_);
   const auto plan_for = [&](std::int64_t size, LayerUse use) {
     Shape shape = data_.train->example_shape();
@@ -371,13 +354,10 @@ TrainStatus Run::train_epoch(Progress& progress) {
     step = reduce_step(step);
     if (step.not_finite > 0) return TrainStatus::diverged;
     sgd_->zero_grad();
-    if (allreduce_) {
-      allreduce_->begin_step(n, batch.global_size);
-      if (n > 0) loss.backward([&](const Variable& p) { allreduce_->on_gradient_ready(p); });
-      allreduce_->finish();
-    } else {
+    if (allreduce_)
+      allreduce_->backward(loss, n, batch.global_size);
+    else
       loss.backward();
-    }
     sgd_->step();
     if (epoch_ == 0 && next_batch_ == 0 && n > 0) print_plans(logits.data());
     sums_.loss += step.loss;

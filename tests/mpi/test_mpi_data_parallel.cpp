@@ -70,13 +70,12 @@ std::vector<std::vector<float>> data_parallel_gradients(const Batch& batch, std:
   const auto [begin, end] = shard_slice(global, comm.rank(), comm.size());
   auto model = lenet();
   GradientAllreduce allreduce(model->parameters(), world(), bucket_bytes);
-  allreduce.begin_step(end - begin, global);
+  Variable loss;
   if (end > begin) {
     const Batch mine = slice(batch, begin, end);
-    softmax_cross_entropy(model->forward(Variable(mine.images)), mine.labels)
-        .backward([&](const Variable& p) { allreduce.on_gradient_ready(p); });
+    loss = softmax_cross_entropy(model->forward(Variable(mine.images)), mine.labels);
   }
-  allreduce.finish();
+  allreduce.backward(loss, end - begin, global);
   return gradients(*model);
 }
 
