@@ -11,8 +11,17 @@ if(NOT TUNECNN_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    # CUDA sources take the C++ standard (C++20), whose nvcc flag CMake 3.25 does not know yet.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+      set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    endif()
+    # Device lambdas for the simple elementwise kernels (core/cuda_elementwise.cuh).
+    string(APPEND CMAKE_CUDA_FLAGS " --extended-lambda")
     find_package(CUDAToolkit REQUIRED)
+    find_library(TUNECNN_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
     set(TUNECNN_HAVE_CUDA ON)
   elseif(TUNECNN_CUDA STREQUAL "ON")
     message(FATAL_ERROR "TUNECNN_CUDA=ON but no CUDA compiler (nvcc) was found; "

@@ -1,23 +1,18 @@
 #include "core/cuda_runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/allocator.h"
 #include "core/error.h"
 
 #ifdef TUNECNN_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "core/cuda_check.h"
 #endif
 
 namespace tunecnn {
 
 #ifdef TUNECNN_HAVE_CUDA
-
-#define TUNECNN_CUDA_CHECK(expr)                                                          \
-  do {                                                                                    \
-    cudaError_t status_ = (expr);                                                         \
-    TUNECNN_CHECK(status_ == cudaSuccess, "CUDA call failed: ", cudaGetErrorString(status_)); \
-  } while (0)
 
 namespace {
 class CudaAllocator final : public Allocator {
@@ -58,15 +53,39 @@ Allocator& cuda_allocator() {
   return allocator;
 }
 
+cudaStream_t cuda_stream() {
+  static const cudaStream_t stream = [] {
+    cudaStream_t created = nullptr;
+    TUNECNN_CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+    return created;
+  }();
+  return stream;
+}
+
+int cuda_blocks(std::int64_t n, int threads) {
+  static const int most = [] {
+    int device = 0, sms = 0;
+    TUNECNN_CUDA_CHECK(cudaGetDevice(&device));
+    TUNECNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms * 32;  // enough resident blocks to hide latency; grid-stride loops do the rest
+  }();
+  const std::int64_t needed = (n + threads - 1) / threads;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, most)));
+}
+
+// Ordered on the compute stream, so a copy sees every kernel queued before it, and synchronous, so
+// the host may read or reuse its buffer when this returns.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
   if (dst_device == Device::cpu && src_device == Device::cpu) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  TUNECNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  if (bytes == 0) return;
+  TUNECNN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cuda_stream()));
+  TUNECNN_CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
 }
 
-void cuda_synchronize() { TUNECNN_CUDA_CHECK(cudaDeviceSynchronize()); }
+void cuda_synchronize() { TUNECNN_CUDA_CHECK(cudaStreamSynchronize(cuda_stream())); }
 
 #else
 

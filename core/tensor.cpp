@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/cuda_runtime.h"
+#include "core/device.h"
+#include "core/tensor_math.h"
 
 namespace tunecnn {
 
@@ -21,9 +23,12 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device, Layout layout) {
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device, Layout layout) {
-  Tensor t = empty(std::move(shape), dtype, Device::cpu, layout);
-  std::memset(t.raw_data(), 0, t.nbytes());
-  return device == Device::cpu ? t : t.to(device);
+  Tensor t = empty(std::move(shape), dtype, device, layout);
+  if (device == Device::cpu)
+    std::memset(t.raw_data(), 0, t.nbytes());
+  else
+    t.fill(0);
+  return t;
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype) {
@@ -109,6 +114,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 void Tensor::fill(double value) {
+  TUNECNN_ON_CUDA(*this, cuda::fill(*this, value));
   dispatch_dtype(dtype_, [&]<class T>() {
     T* p = data<T>();
     std::fill(p, p + numel_, static_cast<T>(value));

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/device.h"
+
 namespace tunecnn {
 namespace {
 void check_same_size(const Tensor& a, const Tensor& b, const char* op) {
@@ -14,6 +16,8 @@ void add_inplace(Tensor& dst, const Tensor& src) { axpy_inplace(dst, 1.0, src); 
 
 void axpy_inplace(Tensor& dst, double alpha, const Tensor& x) {
   check_same_size(dst, x, "axpy");
+  check_same_device("axpy", dst, x);
+  TUNECNN_ON_CUDA(dst, cuda::axpy_inplace(dst, alpha, x));
   dispatch_dtype(dst.dtype(), [&]<class T>() {
     T* d = dst.data<T>();
     const T* s = x.data<T>();
@@ -23,6 +27,7 @@ void axpy_inplace(Tensor& dst, double alpha, const Tensor& x) {
 }
 
 void scale_inplace(Tensor& dst, double alpha) {
+  TUNECNN_ON_CUDA(dst, cuda::scale_inplace(dst, alpha));
   dispatch_dtype(dst.dtype(), [&]<class T>() {
     T* d = dst.data<T>();
     const T a = static_cast<T>(alpha);
@@ -37,6 +42,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 double sum(const Tensor& t) {
+  TUNECNN_ON_CUDA(t, cuda::sum(t));
   return dispatch_dtype(t.dtype(), [&]<class T>() {
     const T* p = t.data<T>();
     double total = 0;
@@ -47,6 +53,8 @@ double sum(const Tensor& t) {
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   check_same_size(a, b, "max_abs_diff");
+  if (a.device() != b.device()) return max_abs_diff(a.to(Device::cpu), b.to(Device::cpu));
+  TUNECNN_ON_CUDA(a, cuda::max_abs_diff(a, b));
   return dispatch_dtype(a.dtype(), [&]<class T>() {
     const T* p = a.data<T>();
     const T* q = b.data<T>();
@@ -60,6 +68,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 bool all_finite(const Tensor& t) {
+  TUNECNN_ON_CUDA(t, cuda::all_finite(t));
   return dispatch_dtype(t.dtype(), [&]<class T>() {
     const T* p = t.data<T>();
     for (std::int64_t i = 0, n = t.numel(); i < n; ++i)

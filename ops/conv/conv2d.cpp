@@ -42,6 +42,7 @@ ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeomet
   p.ph = p.pw = geo.padding;
   p.g = geo.groups;
   p.dt = x.dtype();
+  p.device = x.device();
   p.validate();
   return p;
 }

@@ -19,6 +19,8 @@ struct ConvProblem {
   int mb = 1, ic = 1, ih = 1, iw = 1, oc = 1, kh = 1, kw = 1;
   int sh = 1, sw = 1, ph = 0, pw = 0, g = 1;
   DType dt = DType::f32;
+  // Where it runs. Not in the key: a tuning cache keeps each device's entries apart.
+  Device device = Device::cpu;
 
   int oh() const { return (ih + 2 * ph - kh) / sh + 1; }
   int ow() const { return (iw + 2 * pw - kw) / sw + 1; }

@@ -29,7 +29,9 @@ std::string geometry_str(const char* name, const PoolGeometry& g) {
 
 PoolProblem pool_problem(const Tensor& x, PoolKind kind, const PoolGeometry& geometry,
                          bool count_include_pad) {
-  return pool_problem(x.shape(), x.dtype(), kind, geometry, count_include_pad);
+  PoolProblem p = pool_problem(x.shape(), x.dtype(), kind, geometry, count_include_pad);
+  p.device = x.device();
+  return p;
 }
 
 PoolProblem pool_problem(const Shape& x, DType dtype, PoolKind kind, const PoolGeometry& geometry,

@@ -18,6 +18,8 @@ struct PoolProblem {
   int mb = 1, c = 1, ih = 1, iw = 1, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
   DType dt = DType::f32;
   bool count_include_pad = false;  // average only: divide by kh*kw instead of the real pixels
+  // Where it runs. Not in the key: a tuning cache keeps each device's entries apart.
+  Device device = Device::cpu;
 
   // Floor mode: a window that would run past the padded input is dropped.
   int oh() const { return (ih + 2 * ph - kh) / sh + 1; }

@@ -37,11 +37,10 @@ SoftmaxProblem parse_softmax_key(std::string_view key) {
 SoftmaxProblem softmax_problem_of(const Tensor& logits) {
   TUNECNN_CHECK(logits.ndim() == 2 && logits.dim(1) > 0,
                 "softmax expects logits [batch, classes], got ", shape_str(logits.shape()));
-  TUNECNN_CHECK(logits.device() == Device::cpu, "softmax expects CPU logits, got ",
-                logits.describe());
   TUNECNN_CHECK(logits.dim(0) <= INT32_MAX && logits.dim(1) <= INT32_MAX,
                 "softmax logits too large: ", shape_str(logits.shape()));
-  return {static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)), logits.dtype()};
+  return {static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)), logits.dtype(),
+          logits.device()};
 }
 
 void check_softmax_call(const SoftmaxProblem& problem, const Tensor& logits,

@@ -13,6 +13,8 @@ namespace tunecnn {
 struct SoftmaxProblem {
   int rows = 1, classes = 1;
   DType dt = DType::f32;
+  // Where it runs. Not in the key: a tuning cache keeps each device's entries apart.
+  Device device = Device::cpu;
 
   Shape logits_shape() const { return {rows, classes}; }
   // Stable: written to tuning caches.
@@ -25,8 +27,8 @@ struct SoftmaxProblem {
 // Error naming the text and what is wrong.
 SoftmaxProblem parse_softmax_key(std::string_view key);
 
-// The problem of logits [rows, classes]; throws Error for anything that is not a 2-D CPU tensor
-// with at least one class.
+// The problem of logits [rows, classes] on their device; throws Error for anything that is not a
+// 2-D tensor with at least one class.
 SoftmaxProblem softmax_problem_of(const Tensor& logits);
 
 // The guard every solver's applicable() starts with: at least one row and one class.
