@@ -13,4 +13,12 @@ template <class T>
 void gemm_serial(bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a, int lda,
                  const T* b, int ldb, T beta, T* c, int ldc);
 
+namespace cuda {
+// The same row-major product on device pointers through cuBLAS, on the compute stream
+// (ops/blas.cu; CUDA builds only).
+template <class T>
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a, int lda,
+          const T* b, int ldb, T beta, T* c, int ldc);
+}  // namespace cuda
+
 }  // namespace tunecnn

@@ -1,11 +1,13 @@
 // Linear layer on OpenBLAS GEMM: forward y = x W^T, backward dx = dy W and dW = dy^T x, each one
 // GEMM over the whole batch (gemm() splits large products over TBB in fixed blocks). The bias
 // gradient is a column sum of dy done row by row in a fixed order, so it does not depend on
-// scheduling. Only 2-D inputs: convolutional features go through Flatten first.
+// scheduling. Only 2-D inputs: convolutional features go through Flatten first. GPU tensors run
+// the same GEMMs on cuBLAS (ops/linear.cu).
 #include "ops/linear.h"
 
 #include <Eigen/Core>
 
+#include "core/device.h"
 #include "core/init.h"
 #include "ops/blas.h"
 
@@ -34,6 +36,9 @@ int as_int(std::int64_t v) {
 }  // namespace
 
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) {
+  check_same_device("linear forward", x, weight, y);
+  if (bias.defined()) check_same_device("linear forward", x, bias);
+  TUNECNN_ON_CUDA(x, cuda::linear_forward(x, weight, bias, y));
   const int batch = as_int(x.dim(0)), in = as_int(x.dim(1)), out = as_int(weight.dim(0));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     T* py = y.data<T>();
@@ -47,6 +52,8 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, T
 }
 
 void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) {
+  check_same_device("linear backward_data", dy, weight, dx);
+  TUNECNN_ON_CUDA(dy, cuda::linear_backward_data(dy, weight, dx));
   const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(weight.dim(1));
   dispatch_dtype(dy.dtype(), [&]<class T>() {
     gemm<T>(false, false, batch, in, out, T(1), dy.data<T>(), out, weight.data<T>(), in, T(0),
@@ -55,6 +62,8 @@ void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) {
 }
 
 void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight) {
+  check_same_device("linear backward_weights", dy, x, dweight);
+  TUNECNN_ON_CUDA(dy, cuda::linear_backward_weights(dy, x, dweight));
   const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(x.dim(1));
   dispatch_dtype(dy.dtype(), [&]<class T>() {
     gemm<T>(true, false, out, in, batch, T(1), dy.data<T>(), out, x.data<T>(), in, T(0),
@@ -63,6 +72,8 @@ void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight)
 }
 
 void linear_backward_bias(const Tensor& dy, Tensor& dbias) {
+  check_same_device("linear backward_bias", dy, dbias);
+  TUNECNN_ON_CUDA(dy, cuda::linear_backward_bias(dy, dbias));
   const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1));
   dispatch_dtype(dy.dtype(), [&]<class T>() {
     Eigen::Map<const RowMatrix<T>> g(dy.data<T>(), batch, out);
@@ -76,7 +87,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const Tensor no_bias;
   const Tensor& b = bias.defined() ? bias.data() : no_bias;
   check_shapes(x.data(), weight.data(), b);
-  Tensor y = Tensor::empty({x.data().dim(0), weight.data().dim(0)}, x.data().dtype());
+  Tensor y = Tensor::empty({x.data().dim(0), weight.data().dim(0)}, x.data().dtype(),
+                           x.data().device());
   linear_forward(x.data(), weight.data(), b, y);
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);

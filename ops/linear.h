@@ -14,6 +14,13 @@ void linear_backward_bias(const Tensor& dy, Tensor& dbias);  // column sums of d
 // `bias` may be an undefined Variable.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
 
+namespace cuda {  // the GPU versions (ops/linear.cu); callers use the kernels above
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y);
+void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx);
+void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight);
+void linear_backward_bias(const Tensor& dy, Tensor& dbias);
+}  // namespace cuda
+
 class Linear : public Module {
  public:
   Linear(int in_features, int out_features, Rng& rng, bool bias = true);
