@@ -1,7 +1,9 @@
 // Inverted dropout. The mask is drawn serially, one 64-bit draw per element in element order,
 // so a given RNG state always yields the same mask whatever the thread count (checkpoint resume
 // and gradient checks rely on that); only the multiply runs as TBB tasks over disjoint chunks.
-// Backward multiplies by the same mask, the only thing the closure keeps.
+// Backward multiplies by the same mask, the only thing the closure keeps. For a GPU input the
+// mask is drawn on the host the same way and uploaded: the GPU draws nothing itself, so CPU and
+// GPU runs from one RNG state drop the same elements and checkpoints resume either way.
 #include "ops/dropout.h"
 
 #include <tbb/blocked_range.h>
@@ -9,6 +11,8 @@
 
 #include <Eigen/Core>
 #include <sstream>
+
+#include "core/device.h"
 
 namespace tunecnn {
 namespace {
@@ -23,6 +27,8 @@ void check_p(double p) {
 
 void dropout_mask(Tensor& mask, double p, Rng& rng) {
   check_p(p);
+  TUNECNN_CHECK(mask.device() == Device::cpu, "dropout_mask draws on the host: ", mask.describe(),
+                " must be a CPU tensor (upload it with to(Device::cuda) afterwards)");
   const double keep_scale = 1.0 / (1.0 - p);
   dispatch_dtype(mask.dtype(), [&]<class T>() {
     T* m = mask.data<T>();
@@ -38,6 +44,8 @@ void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y) {
   TUNECNN_CHECK(x.numel() == mask.numel() && x.numel() == y.numel() && x.dtype() == mask.dtype() &&
                     x.dtype() == y.dtype(),
                 "dropout_apply: ", x.describe(), " * ", mask.describe(), " -> ", y.describe());
+  check_same_device("dropout_apply", x, mask, y);
+  TUNECNN_ON_CUDA(x, cuda::dropout_apply(x, mask, y));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     const T* px = x.data<T>();
@@ -56,8 +64,10 @@ void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y) {
 Variable dropout(const Variable& x, double p, bool training, Rng& rng) {
   check_p(p);
   if (!training || p == 0.0) return x;
-  Tensor mask = Tensor::empty_like(x.data());
-  dropout_mask(mask, p, rng);
+  const Tensor& input = x.data();
+  Tensor host_mask = Tensor::empty(input.shape(), input.dtype(), Device::cpu, input.layout());
+  dropout_mask(host_mask, p, rng);
+  const Tensor mask = host_mask.to(input.device());
   Tensor y = Tensor::empty_like(x.data());
   dropout_apply(x.data(), mask, y);
   auto backward = [mask](std::vector<Variable>& in, const Tensor& dy) {

@@ -8,12 +8,19 @@
 
 namespace tunecnn {
 
-// Fills `mask` with 0 (dropped) or 1/(1-p) (kept), drawing from `rng` in element order.
+// Fills `mask` (a CPU tensor) with 0 (dropped) or 1/(1-p) (kept), drawing from `rng` in element
+// order.
 void dropout_mask(Tensor& mask, double p, Rng& rng);
 void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y);  // y = x * mask
 
-// Identity (the same Variable) when !training or p == 0. Requires 0 <= p < 1.
+// Identity (the same Variable) when !training or p == 0. Requires 0 <= p < 1. On the GPU the mask
+// is drawn on the host from the same RNG and uploaded, so a GPU step drops exactly what the CPU
+// step would from the same RNG state.
 Variable dropout(const Variable& x, double p, bool training, Rng& rng);
+
+namespace cuda {  // the GPU version (ops/dropout.cu); callers use dropout_apply
+void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& y);
+}  // namespace cuda
 
 class Dropout : public Module {
  public:

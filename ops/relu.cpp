@@ -11,6 +11,8 @@
 
 #include <Eigen/Core>
 
+#include "core/device.h"
+
 namespace tunecnn {
 namespace {
 
@@ -37,6 +39,8 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
 
 void relu_forward(const Tensor& x, Tensor& y, double cap) {
   check_same(x, y, "forward");
+  check_same_device("relu forward", x, y);
+  TUNECNN_ON_CUDA(x, cuda::relu_forward(x, y, cap));
   dispatch_dtype(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
@@ -56,6 +60,8 @@ void relu_forward(const Tensor& x, Tensor& y, double cap) {
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap) {
   check_same(y, dy, "backward");
   check_same(y, dx, "backward");
+  check_same_device("relu backward", y, dy, dx);
+  TUNECNN_ON_CUDA(y, cuda::relu_backward(y, dy, dx, cap));
   dispatch_dtype(y.dtype(), [&]<class T>() {
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();

@@ -17,6 +17,11 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap = k
 
 Variable relu(const Variable& x, double cap = kNoCap);
 
+namespace cuda {  // the GPU versions (ops/relu.cu); callers use the functions above
+void relu_forward(const Tensor& x, Tensor& y, double cap);
+void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap);
+}  // namespace cuda
+
 class ReLU : public Module {
  public:
   explicit ReLU(double cap = kNoCap) : cap_(cap) {}
