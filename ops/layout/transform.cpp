@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/device.h"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -302,9 +304,8 @@ TransposeShape transpose_for(Layout from, Layout to, std::int64_t n, std::int64_
 }  // namespace
 
 void convert_layout_into(const Tensor& src, Tensor& dst) {
-  TUNECNN_CHECK(src.defined() && dst.defined() && src.device() == Device::cpu &&
-                    dst.device() == Device::cpu,
-                "convert_layout needs CPU tensors, got ", src.describe(), " -> ", dst.describe());
+  TUNECNN_CHECK(src.defined() && dst.defined(), "convert_layout: undefined tensor");
+  check_same_device("convert_layout", src, dst);
   TUNECNN_CHECK(src.shape() == dst.shape() && src.dtype() == dst.dtype(), "convert_layout: ",
                 src.describe(), " and ", dst.describe(), " differ in shape or dtype");
   if (src.layout() == dst.layout()) {
@@ -313,6 +314,7 @@ void convert_layout_into(const Tensor& src, Tensor& dst) {
   }
   TUNECNN_CHECK(src.ndim() == 4, "only 4-D tensors have a ", to_string(dst.layout()),
                 " layout, got ", src.describe());
+  TUNECNN_ON_CUDA(src, cuda::convert_layout_into(src, dst));
   const Shape& s = src.shape();
   const TransposeShape t = transpose_for(src.layout(), dst.layout(), s[0], s[1], s[2] * s[3]);
   dispatch_dtype(src.dtype(), [&]<class T>() { transpose_batched(src.data<T>(), dst.data<T>(), t); });

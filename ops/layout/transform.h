@@ -12,11 +12,19 @@
 
 namespace tunecnn {
 
-// A new CPU tensor with src's logical shape and values, stored in `layout`. Returns src itself
-// (shared storage) when it is already in `layout`. Only 4-D tensors have layouts other than NCHW.
+// A new tensor on src's device with src's logical shape and values, stored in `layout`. Returns
+// src itself (shared storage) when it is already in `layout`. Only 4-D tensors have layouts other
+// than NCHW.
 Tensor convert_layout(const Tensor& src, Layout layout);
 
-// Writes src into dst, which has the same logical shape and dtype; dst.layout() is the target.
+// Writes src into dst, which has the same logical shape, dtype and device; dst.layout() is the
+// target.
 void convert_layout_into(const Tensor& src, Tensor& dst);
+
+namespace cuda {
+// The GPU version (ops/layout/transform.cu): a plain 4-D index map, one thread per element, for
+// any pair of layouts; callers use convert_layout_into.
+void convert_layout_into(const Tensor& src, Tensor& dst);
+}  // namespace cuda
 
 }  // namespace tunecnn
