@@ -135,6 +135,7 @@ void run_typed(const PoolProblem& p, const PoolArgs& a) {
 }  // namespace
 
 bool DirectPoolSolver::applicable(const PoolProblem& problem, std::string* why) const {
+  if (!runs_here(problem, why)) return false;
   if (problem.dir == Direction::bwd_weights) return reject(why, "pooling has no weights");
   return true;
 }

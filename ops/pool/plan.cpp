@@ -16,10 +16,14 @@ bool accepts(const PoolSolver& solver, const PoolProblem& problem, Layout layout
 }
 
 PoolPlan first_applicable(const PoolProblem& problem, Layout layout) {
-  for (const PoolSolver* solver : cpu_pool_solvers())
+  for (const PoolSolver* solver : pool_solvers(problem.device))
     if (accepts(*solver, problem, layout) && solver->applicable(problem, nullptr))
       return {solver, solver->configs(problem).front()};
-  TUNECNN_FAIL("no pool solver is applicable to ", problem.key(), " in layout ", to_string(layout));
+  TUNECNN_FAIL("no ", to_string(problem.device), " pool solver is applicable to ", problem.key(),
+               " in layout ", to_string(layout),
+               problem.device == Device::cuda && cuda_pool_solvers().empty()
+                   ? " (this build has no CUDA backend)"
+                   : "");
 }
 }  // namespace
 
@@ -30,7 +34,7 @@ std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem) {
     for (Direction dir : {Direction::fwd, Direction::bwd_data}) {
       const PoolProblem problem = fwd_problem.with_dir(dir);
       bool any = false;
-      for (const PoolSolver* solver : cpu_pool_solvers())
+      for (const PoolSolver* solver : pool_solvers(problem.device))
         any = any || (accepts(*solver, problem, layout) && solver->applicable(problem, nullptr));
       both = both && any;
     }
@@ -58,8 +62,9 @@ void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner) {
 void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args) {
   TUNECNN_CHECK(plan.solver != nullptr, "pool plan without a solver for ", problem.key());
   std::string why;
-  TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(),
-                " is not applicable to ", problem.key(), ": ", why);
+  TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(), " (",
+                to_string(plan.solver->device()), ") is not applicable to ", problem.key(), " on ",
+                to_string(problem.device), ": ", why);
   plan.solver->run(problem, plan.config, args);
 }
 

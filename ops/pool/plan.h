@@ -25,7 +25,8 @@ class PoolPlanner {
   virtual PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) = 0;
 };
 
-// Registry order, first config: the untuned default.
+// Registry order of the problem's device (pool_solvers(problem.device)), first config: the
+// untuned default.
 class FirstApplicablePoolPlanner final : public PoolPlanner {
  public:
   PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
@@ -38,7 +39,8 @@ void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner);
 // Checks the solver is applicable, then runs it.
 void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args);
 
-// The layouts some applicable solver runs this problem in (both directions), NCHW first.
+// The layouts some applicable solver of the problem's device runs it in (both directions), NCHW
+// first.
 std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem);
 
 }  // namespace tunecnn

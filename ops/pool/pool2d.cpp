@@ -50,18 +50,21 @@ PoolProblem pool_problem(const Shape& x, DType dtype, PoolKind kind, const PoolG
 }
 
 Variable pool2d(const Variable& input, const PoolProblem& fwd_problem, const PoolLayerPlan& plan) {
-  TUNECNN_CHECK(input.data().shape() == fwd_problem.src_shape() && input.data().dtype() == fwd_problem.dt,
-                "pool2d: input ", input.data().describe(), " does not fit ", fwd_problem.key());
+  TUNECNN_CHECK(input.data().shape() == fwd_problem.src_shape() &&
+                    input.data().dtype() == fwd_problem.dt &&
+                    input.data().device() == fwd_problem.device,
+                "pool2d: input ", input.data().describe(), " does not fit ", fwd_problem.key(),
+                " on ", to_string(fwd_problem.device));
   const Variable x = to_layout(input, plan.layout);
   const Tensor& src = x.data();
   const PoolProblem problem = fwd_problem.with_dir(Direction::fwd);
-  Tensor dst = Tensor::empty(problem.dst_shape(), problem.dt, Device::cpu, src.layout());
+  Tensor dst = Tensor::empty(problem.dst_shape(), problem.dt, src.device(), src.layout());
   run_pool(plan.fwd, problem, PoolArgs{.src = src, .dst = dst, .diff_src = {}, .diff_dst = {}});
   // Max backward recomputes the argmax from src (see ops/pool/direct.cpp); average needs no data.
   const Tensor kept_src = problem.kind == PoolKind::max ? src : Tensor();
   auto backward = [problem = problem.with_dir(Direction::bwd_data), bwd = plan.bwd_data, kept_src,
                    layout = src.layout()](std::vector<Variable>& in, const Tensor& dy) {
-    Tensor dx = Tensor::empty(problem.src_shape(), problem.dt, Device::cpu, layout);
+    Tensor dx = Tensor::empty(problem.src_shape(), problem.dt, problem.device, layout);
     run_pool(bwd, problem, PoolArgs{.src = kept_src, .dst = {}, .diff_src = dx, .diff_dst = dy});
     in[0].add_grad(dx);
   };
@@ -81,7 +84,9 @@ Pool2d::Pool2d(PoolKind kind, PoolGeometry geometry) : kind_(kind), geometry_(ge
 Variable Pool2d::forward(const Variable& input) {
   const PoolProblem problem = pool_problem(input.data(), kind_, geometry_);
   const auto it = plans_.find(problem.key());
-  if (it != plans_.end()) return pool2d(input, problem, it->second.second);
+  // A plan installed for another device (the model has moved since) is replanned here.
+  if (it != plans_.end() && it->second.second.fwd.solver->device() == problem.device)
+    return pool2d(input, problem, it->second.second);
   return pool2d(input, problem, default_plan(problem, input.data().layout()));
 }
 

@@ -11,10 +11,26 @@ const TiledPoolSolver kTiled;
 const DirectPoolSolver kDirect;
 // pool_direct, the reference that accepts every problem, stays last.
 const std::array<const PoolSolver*, 2> kCpuSolvers{&kTiled, &kDirect};
+#ifdef TUNECNN_HAVE_CUDA
+const CudaDirectPoolSolver kCudaDirect;
+const std::array<const PoolSolver*, 1> kCudaSolvers{&kCudaDirect};
+#endif
 }  // namespace
 
 std::span<const PoolSolver* const> cpu_pool_solvers() {
   return kCpuSolvers;
+}
+
+std::span<const PoolSolver* const> cuda_pool_solvers() {
+#ifdef TUNECNN_HAVE_CUDA
+  return kCudaSolvers;
+#else
+  return {};
+#endif
+}
+
+std::span<const PoolSolver* const> pool_solvers(Device device) {
+  return device == Device::cuda ? cuda_pool_solvers() : cpu_pool_solvers();
 }
 
 const PoolSolver& direct_pool_solver() {
@@ -22,7 +38,11 @@ const PoolSolver& direct_pool_solver() {
 }
 
 const PoolSolver* find_pool_solver(std::string_view name) {
-  for (const PoolSolver* solver : kCpuSolvers)
+  return find_pool_solver(name, Device::cpu);
+}
+
+const PoolSolver* find_pool_solver(std::string_view name, Device device) {
+  for (const PoolSolver* solver : pool_solvers(device))
     if (solver->name() == name) return solver;
   return nullptr;
 }

@@ -24,12 +24,24 @@ class PoolSolver {
  public:
   virtual ~PoolSolver() = default;
   virtual std::string_view name() const = 0;  // stable id written to tuning caches; never rename
-  // A column of guard clauses; on false, `why` (if given) says which guard failed.
+  // Where it runs; its registry is that device's (pool_solvers(device)). A CUDA solver may share
+  // a CPU solver's name: the device tells them apart, as in the tuning cache's device sections.
+  virtual Device device() const { return Device::cpu; }
+  // A column of guard clauses, starting with runs_here(); on false, `why` (if given) says which
+  // guard failed.
   virtual bool applicable(const PoolProblem& problem, std::string* why) const = 0;
   virtual std::vector<Layout> layouts(const PoolProblem&) const { return {Layout::NCHW}; }
   virtual std::vector<TuneConfig> configs(const PoolProblem&) const { return {TuneConfig{}}; }
   virtual void run(const PoolProblem& problem, const TuneConfig& config,
                    const PoolArgs& args) const = 0;
+
+ protected:
+  // The first guard of every applicable(): the problem lives on this solver's device.
+  bool runs_here(const PoolProblem& problem, std::string* why) const {
+    if (problem.device == device()) return true;
+    return reject(why, "runs on " + std::string(to_string(device())) + ", the problem is on " +
+                           std::string(to_string(problem.device)));
+  }
 };
 
 }  // namespace tunecnn

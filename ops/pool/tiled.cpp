@@ -636,6 +636,7 @@ void run_typed(const PoolProblem& p, int fx, int fy, Layout layout, const PoolAr
 }  // namespace
 
 bool TiledPoolSolver::applicable(const PoolProblem& problem, std::string* why) const {
+  if (!runs_here(problem, why)) return false;
   if (problem.dir == Direction::bwd_weights) return reject(why, "pooling has no weights");
   return true;
 }
