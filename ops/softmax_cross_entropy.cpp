@@ -1,6 +1,7 @@
 // The softmax cross-entropy op over the planned solver (ops/softmax/), plus the evaluation-time
 // softmax and argmax. The op's forward computes the loss and the gradient (softmax - onehot) / B
-// at once; backward only rescales that gradient by the incoming one.
+// at once; backward only rescales that gradient by the incoming one. On the GPU the logits and
+// the gradient stay there; the labels come from the host and the scalar loss goes back to it.
 #include "ops/softmax_cross_entropy.h"
 
 #include <tbb/blocked_range.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device.h"
+#include "core/tensor_math.h"
 #include "ops/softmax/eigen_rows.h"
 #include "ops/softmax/plan.h"
 
@@ -54,9 +57,11 @@ double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std
 
 void softmax(const Tensor& logits, Tensor& probs) {
   check_logits(logits);
-  if (!probs.defined()) probs = Tensor::empty(logits.shape(), logits.dtype());
+  if (!probs.defined()) probs = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   TUNECNN_CHECK(probs.shape() == logits.shape() && probs.dtype() == logits.dtype(),
                 "softmax output ", probs.describe(), " does not match logits ", logits.describe());
+  check_same_device("softmax", logits, probs);
+  TUNECNN_ON_CUDA(logits, cuda::softmax(logits, probs));
   const std::int64_t classes = logits.dim(1);
   dispatch_dtype(logits.dtype(), [&]<class T>() {
     for_rows(logits, [&](std::int64_t row) {
@@ -70,6 +75,7 @@ void softmax(const Tensor& logits, Tensor& probs) {
 
 std::vector<std::int32_t> argmax_rows(const Tensor& logits) {
   check_logits(logits);
+  if (logits.device() != Device::cpu) return argmax_rows(logits.to(Device::cpu));
   const std::int64_t batch = logits.dim(0), classes = logits.dim(1);
   std::vector<std::int32_t> out(static_cast<std::size_t>(batch));
   dispatch_dtype(logits.dtype(), [&]<class T>() {
@@ -85,14 +91,16 @@ std::vector<std::int32_t> argmax_rows(const Tensor& logits) {
 }
 
 Variable softmax_cross_entropy(const Variable& logits, const std::vector<std::int32_t>& labels) {
-  Tensor grad = Tensor::empty(logits.data().shape(), logits.data().dtype());
-  const double loss = softmax_cross_entropy_forward(logits.data(), labels, grad);
-  Tensor out = Tensor::full({1}, loss, logits.data().dtype());
+  const Tensor& x = logits.data();
+  Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const double loss = softmax_cross_entropy_forward(x, labels, grad);
+  Tensor out = Tensor::full({1}, loss, x.dtype());
   auto backward = [grad](std::vector<Variable>& in, const Tensor& dy) {
+    TUNECNN_CHECK(dy.numel() == 1 && dy.dtype() == grad.dtype(),
+                  "softmax_cross_entropy backward: the loss gradient must be one ",
+                  to_string(grad.dtype()), " value, got ", dy.describe());
     Tensor dx = grad.clone();
-    dispatch_dtype(dx.dtype(), [&]<class T>() {
-      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dx.data<T>(), dx.numel()) *= dy.data<T>()[0];
-    });
+    scale_inplace(dx, sum(dy));  // the one value, read wherever dy lives
     in[0].add_grad(dx);
   };
   return Variable(std::move(out), {logits}, backward);

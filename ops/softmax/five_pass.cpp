@@ -61,7 +61,7 @@ void run_passes(const SoftmaxProblem& p, const T* logits, const std::vector<std:
 }  // namespace
 
 bool FivePassSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::string* why) const {
-  return softmax_problem_well_formed(problem, why);
+  return runs_here(problem, why) && softmax_problem_well_formed(problem, why);
 }
 
 double FivePassSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,

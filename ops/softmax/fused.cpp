@@ -160,7 +160,7 @@ bool fused_softmax_splits_rows(const SoftmaxProblem& problem, int threads) {
 }
 
 bool FusedSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::string* why) const {
-  return softmax_problem_well_formed(problem, why);
+  return runs_here(problem, why) && softmax_problem_well_formed(problem, why);
 }
 
 double FusedSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,

@@ -24,4 +24,16 @@ class FusedSoftmaxSolver final : public SoftmaxSolver {
              const std::vector<std::int32_t>& labels, Tensor& grad) const override;
 };
 
+// The GPU twin, defined in fused.cu (CUDA builds only): one block per row does the max, the
+// exp-and-sum, the loss and the normalised gradient in one kernel; the per-row losses come back
+// to the host and are averaged in row order.
+class CudaFusedSoftmaxSolver final : public SoftmaxSolver {
+ public:
+  std::string_view name() const override { return "softmax_fused"; }
+  Device device() const override { return Device::cuda; }
+  bool applicable(const SoftmaxProblem& problem, std::string* why) const override;
+  double run(const SoftmaxProblem& problem, const Tensor& logits,
+             const std::vector<std::int32_t>& labels, Tensor& grad) const override;
+};
+
 }  // namespace tunecnn

@@ -14,7 +14,7 @@ class SoftmaxPlanner {
   virtual const SoftmaxSolver& plan(const SoftmaxProblem& problem) = 0;
 };
 
-// Registry order: the untuned default.
+// Registry order of the problem's device (softmax_solvers(problem.device)): the untuned default.
 class FirstApplicableSoftmaxPlanner final : public SoftmaxPlanner {
  public:
   const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;

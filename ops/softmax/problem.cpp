@@ -47,10 +47,11 @@ void check_softmax_call(const SoftmaxProblem& problem, const Tensor& logits,
                         const std::vector<std::int32_t>& labels, const Tensor& grad) {
   problem.validate();
   TUNECNN_CHECK(logits.shape() == problem.logits_shape() && logits.dtype() == problem.dt &&
-                    logits.device() == Device::cpu,
-                "softmax logits ", logits.describe(), " do not match ", problem.key());
+                    logits.device() == problem.device,
+                "softmax logits ", logits.describe(), " do not match ", problem.key(), " on ",
+                to_string(problem.device));
   TUNECNN_CHECK(grad.shape() == logits.shape() && grad.dtype() == logits.dtype() &&
-                    grad.device() == Device::cpu,
+                    grad.device() == logits.device(),
                 "softmax_cross_entropy gradient ", grad.describe(), " does not match logits ",
                 logits.describe());
   TUNECNN_CHECK(static_cast<std::int64_t>(labels.size()) == problem.rows, labels.size(),

@@ -35,8 +35,8 @@ SoftmaxProblem softmax_problem_of(const Tensor& logits);
 bool softmax_problem_well_formed(const SoftmaxProblem& problem, std::string* why);
 
 // The checks every solver's run() makes before touching memory: the problem is valid, logits and
-// grad are CPU tensors of its shape and dtype, and each label is a class index ("label 4 in row 2
-// is outside [0, 4)").
+// grad are tensors of its shape and dtype on its device, and each (host) label is a class index
+// ("label 4 in row 2 is outside [0, 4)").
 void check_softmax_call(const SoftmaxProblem& problem, const Tensor& logits,
                         const std::vector<std::int32_t>& labels, const Tensor& grad);
 

@@ -10,14 +10,34 @@ namespace {
 const FusedSoftmaxSolver kFused;
 const FivePassSoftmaxSolver kFivePass;
 const std::array<const SoftmaxSolver*, 2> kCpuSolvers{&kFused, &kFivePass};
+#ifdef TUNECNN_HAVE_CUDA
+const CudaFusedSoftmaxSolver kCudaFused;
+const std::array<const SoftmaxSolver*, 1> kCudaSolvers{&kCudaFused};
+#endif
 }  // namespace
 
 std::span<const SoftmaxSolver* const> cpu_softmax_solvers() {
   return kCpuSolvers;
 }
 
+std::span<const SoftmaxSolver* const> cuda_softmax_solvers() {
+#ifdef TUNECNN_HAVE_CUDA
+  return kCudaSolvers;
+#else
+  return {};
+#endif
+}
+
+std::span<const SoftmaxSolver* const> softmax_solvers(Device device) {
+  return device == Device::cuda ? cuda_softmax_solvers() : cpu_softmax_solvers();
+}
+
 const SoftmaxSolver* find_softmax_solver(std::string_view name) {
-  for (const SoftmaxSolver* solver : kCpuSolvers)
+  return find_softmax_solver(name, Device::cpu);
+}
+
+const SoftmaxSolver* find_softmax_solver(std::string_view name, Device device) {
+  for (const SoftmaxSolver* solver : softmax_solvers(device))
     if (solver->name() == name) return solver;
   return nullptr;
 }

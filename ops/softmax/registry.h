@@ -1,7 +1,7 @@
 #pragma once
-// The ordered list of CPU softmax cross-entropy solvers. Order is the preference when nothing has
-// been tuned: the fused one-pass solver first, the five-pass baseline second. Both are always
-// applicable.
+// The ordered lists of softmax cross-entropy solvers, one per device. Order is the preference
+// when nothing has been tuned: on the CPU the fused one-pass solver first, the five-pass baseline
+// second; on the GPU the fused kernel. All are always applicable on their device.
 #include <span>
 #include <string_view>
 
@@ -10,6 +10,11 @@
 namespace tunecnn {
 
 std::span<const SoftmaxSolver* const> cpu_softmax_solvers();
-const SoftmaxSolver* find_softmax_solver(std::string_view name);  // nullptr when unknown
+// Empty when tunecnn is built without CUDA.
+std::span<const SoftmaxSolver* const> cuda_softmax_solvers();
+std::span<const SoftmaxSolver* const> softmax_solvers(Device device);
+// nullptr when unknown; the one-argument form looks among the CPU solvers.
+const SoftmaxSolver* find_softmax_solver(std::string_view name);
+const SoftmaxSolver* find_softmax_solver(std::string_view name, Device device);
 
 }  // namespace tunecnn
