@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device.h"
 #include "ops/channel_view.h"
 #include "ops/eigen_core.h"
 
@@ -490,15 +491,18 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
   TUNECNN_CHECK(options.eps > 0 && options.momentum >= 0 && options.momentum <= 1,
                 "batch_norm: eps must be positive and momentum in [0, 1], got eps ", options.eps,
                 " momentum ", options.momentum);
+  check_same_device("batch_norm", input, gamma.data(), beta.data(), running_mean, running_var);
   const View v = view_of(input);
+  TUNECNN_CHECK(!training || v.per_channel() > 1, "batch_norm in training needs more than one ",
+                "value per channel, got input ", input.describe());
+  TUNECNN_ON_CUDA(input, cuda::batch_norm(x, gamma, beta, running_mean, running_var, training,
+                                          options));
   const std::size_t channels = static_cast<std::size_t>(v.channels);
   SavedStats saved{std::vector<double>(channels), std::vector<double>(channels),
                    static_cast<double>(v.per_channel()), training};
   Tensor y = Tensor::empty_like(input);
   dispatch_dtype(input.dtype(), [&]<class T>() {
     if (training) {
-      TUNECNN_CHECK(v.per_channel() > 1, "batch_norm in training needs more than one value per ",
-                    "channel, got input ", input.describe());
       const std::vector<Moments> m = channel_moments(input.data<T>(), v);
       const double momentum = options.momentum, count = saved.count;
       T* rm = running_mean.data<T>();

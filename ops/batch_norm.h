@@ -17,12 +17,19 @@ struct BatchNormOptions {
 
 // `running_mean` and `running_var` ([C], the input's dtype) are read in evaluation mode and
 // updated in place in training mode (the variance unbiased, as PyTorch keeps it). `gamma` and
-// `beta` are [C] Variables. The output has the input's layout. Results do not depend on the
+// `beta` are [C] Variables. All five live on one device; on the GPU simple kernels of the same
+// definition run (ops/batch_norm.cu). The output has the input's layout. Results do not depend on the
 // thread count. Throws Error for a non-4-D input, [C] tensors of another size or dtype, or
 // training with a single value per channel.
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
                     const BatchNormOptions& options = {});
+
+namespace cuda {  // the GPU version (ops/batch_norm.cu); callers use batch_norm()
+Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
+                    Tensor& running_mean, Tensor& running_var, bool training,
+                    const BatchNormOptions& options);
+}  // namespace cuda
 
 class BatchNorm2d : public Module {
  public:

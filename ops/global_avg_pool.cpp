@@ -2,7 +2,8 @@
 // is N*C groups of width 1 (contiguous planes), NHWC N groups of rows of C, CHWN C groups of rows
 // of N. Sums go into double, one group per TBB unit, each writing its own outputs, so the result
 // does not depend on scheduling. Backward spreads dy / (H*W) back in the same order; the closure
-// keeps nothing (the input's shape and layout come from the graph).
+// keeps nothing (the input's shape and layout come from the graph). GPU tensors run the simple
+// kernels of global_avg_pool.cu.
 #include "ops/global_avg_pool.h"
 
 #include <tbb/blocked_range.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 
+#include "core/device.h"
 #include "ops/eigen_core.h"
 
 namespace tunecnn {
@@ -81,6 +83,17 @@ void gap_backward(const T* dy, T* dx, const GroupView& g) {
   });
 }
 
+void forward_on_device(const Tensor& x, Tensor& y) {
+  TUNECNN_ON_CUDA(x, cuda::global_avg_pool_forward(x, y));
+  dispatch_dtype(x.dtype(), [&]<class T>() { gap_forward(x.data<T>(), y.data<T>(), group_view(x)); });
+}
+
+void backward_on_device(const Tensor& dy, Tensor& dx) {
+  TUNECNN_ON_CUDA(dy, cuda::global_avg_pool_backward(dy, dx));
+  dispatch_dtype(dx.dtype(),
+                 [&]<class T>() { gap_backward(dy.data<T>(), dx.data<T>(), group_view(dx)); });
+}
+
 }  // namespace
 
 Variable global_avg_pool(const Variable& x) {
@@ -89,17 +102,16 @@ Variable global_avg_pool(const Variable& x) {
                 shape_str(input.shape()));
   TUNECNN_CHECK(input.dim(2) * input.dim(3) > 0, "global_avg_pool: empty planes in ",
                 input.describe());
-  Tensor y = Tensor::empty({input.dim(0), input.dim(1)}, input.dtype());
-  dispatch_dtype(input.dtype(),
-                 [&]<class T>() { gap_forward(input.data<T>(), y.data<T>(), group_view(input)); });
+  Tensor y = Tensor::empty({input.dim(0), input.dim(1)}, input.dtype(), input.device());
+  forward_on_device(input, y);
   auto backward = [](std::vector<Variable>& in, const Tensor& dy) {
     const Tensor& input = in[0].data();
-    TUNECNN_CHECK(dy.ndim() == 2 && dy.dim(0) == input.dim(0) && dy.dim(1) == input.dim(1),
+    TUNECNN_CHECK(dy.ndim() == 2 && dy.dim(0) == input.dim(0) && dy.dim(1) == input.dim(1) &&
+                      dy.dtype() == input.dtype() && dy.device() == input.device(),
                   "global_avg_pool backward: ", dy.describe(), " does not match input ",
                   input.describe());
     Tensor dx = Tensor::empty_like(input);
-    dispatch_dtype(input.dtype(),
-                   [&]<class T>() { gap_backward(dy.data<T>(), dx.data<T>(), group_view(input)); });
+    backward_on_device(dy, dx);
     in[0].add_grad(dx);
   };
   return Variable(std::move(y), {x}, backward);

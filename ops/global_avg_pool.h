@@ -10,6 +10,11 @@ namespace tunecnn {
 
 Variable global_avg_pool(const Variable& x);
 
+namespace cuda {  // the GPU versions (ops/global_avg_pool.cu); callers use global_avg_pool()
+void global_avg_pool_forward(const Tensor& x, Tensor& y);   // x [N, C, H, W] any layout, y [N, C]
+void global_avg_pool_backward(const Tensor& dy, Tensor& dx);  // dx in its own layout
+}  // namespace cuda
+
 class GlobalAvgPool : public Module {
  public:
   Variable forward(const Variable& input) override { return global_avg_pool(input); }

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/device.h"
 #include "ops/channel_view.h"
 #include "ops/eigen_core.h"
 
@@ -212,30 +213,44 @@ void check_params(const LrnParams& p) {
                 "k + alpha/n * sum a^2 must stay positive) and a finite beta");
 }
 
+// y = x * s^-beta, and s into `base` when it is defined; on the input's device.
+void forward_on_device(const Tensor& input, Tensor& y, Tensor& base, const LrnParams& params) {
+  TUNECNN_ON_CUDA(input, cuda::lrn_forward(input, y, base, params));
+  const ChannelView v = channel_view(input, "local_response_norm");
+  dispatch_dtype(input.dtype(), [&]<class T>() {
+    lrn_forward<T>(input.data<T>(), y.data<T>(), base.defined() ? base.data<T>() : nullptr, v,
+                   params);
+  });
+}
+
+void backward_on_device(const Tensor& x, const Tensor& y, const Tensor& base, const Tensor& dy,
+                        Tensor& dx, const LrnParams& params) {
+  TUNECNN_ON_CUDA(x, cuda::lrn_backward(x, y, base, dy, dx, params));
+  dispatch_dtype(x.dtype(), [&]<class T>() {
+    lrn_backward<T>(x.data<T>(), y.data<T>(), base.data<T>(), dy.data<T>(), dx.data<T>(),
+                    channel_view(x, "local_response_norm"), params);
+  });
+}
+
 }  // namespace
 
 Variable local_response_norm(const Variable& x, const LrnParams& params) {
   check_params(params);
   const Tensor& input = x.data();
-  const ChannelView v = channel_view(input, "local_response_norm");
+  channel_view(input, "local_response_norm");  // refuses anything that is not 4-D
   Tensor y = Tensor::empty_like(input);
   // s is needed only when backward will run.
   Tensor base = grad_enabled() && x.requires_grad() ? Tensor::empty_like(input) : Tensor();
-  dispatch_dtype(input.dtype(), [&]<class T>() {
-    lrn_forward<T>(input.data<T>(), y.data<T>(), base.defined() ? base.data<T>() : nullptr, v,
-                   params);
-  });
+  forward_on_device(input, y, base, params);
   if (!base.defined()) return Variable(std::move(y));
   auto backward = [y, base, params](std::vector<Variable>& in, const Tensor& dy) {
     const Tensor& a = in[0].data();
-    TUNECNN_CHECK(dy.layout() == a.layout() && dy.numel() == a.numel() && dy.dtype() == a.dtype(),
+    TUNECNN_CHECK(dy.layout() == a.layout() && dy.numel() == a.numel() &&
+                      dy.dtype() == a.dtype() && dy.device() == a.device(),
                   "local_response_norm backward: gradient ", dy.describe(),
                   " does not match input ", a.describe());
     Tensor dx = Tensor::empty_like(a);
-    dispatch_dtype(a.dtype(), [&]<class T>() {
-      lrn_backward<T>(a.data<T>(), y.data<T>(), base.data<T>(), dy.data<T>(), dx.data<T>(),
-                      channel_view(a, "local_response_norm"), params);
-    });
+    backward_on_device(a, y, base, dy, dx, params);
     in[0].add_grad(dx);
   };
   return Variable(y, {x}, backward);

@@ -35,6 +35,13 @@ struct LrnParams {
 // base must stay positive) or a beta that is not finite.
 Variable local_response_norm(const Variable& x, const LrnParams& params = {});
 
+namespace cuda {  // the GPU versions (ops/lrn.cu); callers use local_response_norm()
+// y = x * s^-beta, with s written to `base` when it is defined.
+void lrn_forward(const Tensor& x, Tensor& y, Tensor& base, const LrnParams& params);
+void lrn_backward(const Tensor& x, const Tensor& y, const Tensor& base, const Tensor& dy,
+                  Tensor& dx, const LrnParams& params);
+}  // namespace cuda
+
 class LocalResponseNorm : public Module {
  public:
   explicit LocalResponseNorm(LrnParams params = {});
