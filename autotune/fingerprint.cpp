@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cuda_runtime.h"
+#include "core/error.h"
 #include "core/threading.h"
 
 namespace tunecnn {
@@ -100,6 +102,19 @@ std::string device_id(const std::map<std::string, std::string>& fields, std::str
   std::ostringstream out;
   out << prefix << "-" << std::hex << std::setw(16) << std::setfill('0') << hash;
   return out.str();
+}
+
+DeviceIdentity device_identity(Device device) {
+  if (device == Device::cpu) {
+    std::map<std::string, std::string> fields = cpu_fingerprint().fields();
+    return {device_id(fields), std::move(fields)};
+  }
+  const std::optional<GpuFingerprint> gpu = gpu_fingerprint();
+  TUNECNN_CHECK(gpu.has_value(), "tuning for the GPU: no CUDA device is available",
+                cuda_built() ? " (is the NVIDIA driver loaded?)"
+                             : " (this build has no CUDA backend; reconfigure with -DTUNECNN_CUDA=ON)");
+  std::map<std::string, std::string> fields = gpu->fields();
+  return {device_id(fields, "cuda"), std::move(fields)};
 }
 
 }  // namespace tunecnn

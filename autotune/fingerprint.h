@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/types.h"
+
 namespace tunecnn {
 
 struct CpuFingerprint {
@@ -53,5 +55,13 @@ std::optional<GpuFingerprint> gpu_fingerprint(int index = 0);
 // from a different setup are never mistaken for this one's.
 std::string device_id(const std::map<std::string, std::string>& fields,
                       std::string_view prefix = "cpu");
+
+// The device section a run on `device` tunes into: its id and fingerprint fields (the CPU's with
+// the threads in use now; the first GPU's). Throws Error for the GPU when none is usable.
+struct DeviceIdentity {
+  std::string id;
+  std::map<std::string, std::string> fields;
+};
+DeviceIdentity device_identity(Device device);
 
 }  // namespace tunecnn

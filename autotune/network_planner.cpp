@@ -57,21 +57,25 @@ class EvalModeScope {
 // not run (their output shape follows from the problem), so tracing costs almost nothing and
 // needs no plan. Only the batch dimension depends on the batch size. Returns the network's output
 // shape.
-Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape) {
+Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape, Device device) {
   NoGradGuard no_grad;
   Shape one = input_shape;
   one[0] = 1;
-  Variable x(Tensor::zeros(one), false);
+  Variable x(Tensor::zeros(one, DType::f32, device), false);
   for (ChainLayer& layer : chain) {
     layer.input = x.shape();
     layer.input[0] = input_shape[0];
     if (layer.conv != nullptr) {
       layer.problem = layer.conv->problem_for(layer.input);
+      layer.problem.device = device;
       ConvProblem single = layer.problem;
       single.mb = 1;
-      x = Variable(Tensor::zeros(single.dst_shape()), false);
+      x = Variable(Tensor::zeros(single.dst_shape(), DType::f32, device), false);
     } else {
-      if (layer.pool != nullptr) layer.pool_problem = layer.pool->problem_for(layer.input);
+      if (layer.pool != nullptr) {
+        layer.pool_problem = layer.pool->problem_for(layer.input);
+        layer.pool_problem.device = device;
+      }
       x = layer.module->forward(x);
     }
   }
@@ -132,6 +136,12 @@ PoolLayerReport pool_report_for(const ChainLayer& layer, const PoolLayerPlan& pl
   return r;
 }
 
+// Where the model's parameters live; a model without any runs where its input is put: the CPU.
+Device device_of(const Module& model) {
+  const std::vector<NamedVariable> params = model.parameters();
+  return params.empty() ? Device::cpu : params.front().second.data().device();
+}
+
 }  // namespace
 
 NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std::move(tuner)) {
@@ -141,10 +151,11 @@ NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std
 NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, LayerUse use) {
   std::vector<ChainLayer> chain;
   flatten_chain(model, "", chain);
+  const Device device = device_of(model);
   // In training mode BatchNorm would fold the trace's zeros into its running statistics.
   const Shape output = [&] {
     EvalModeScope eval(model);
-    return trace_shapes(chain, input_shape);
+    return trace_shapes(chain, input_shape, device);
   }();
 
   std::vector<ConvProblem> problems;
@@ -157,7 +168,7 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
   // cross-entropy, in training and in evaluation alike: its problem is planned with the layers.
   std::vector<SoftmaxProblem> softmax_problems;
   if (output.size() == 2)
-    softmax_problems.push_back({static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32});
+    softmax_problems.push_back({static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32, device});
   const int to_profile = tuner_->pending(problems, pool_problems, softmax_problems, use);
   int profiled = 0;
   tuner_->on_profile = [&](const std::string& key) {

@@ -96,4 +96,13 @@ Storage::Storage(std::size_t bytes, Device device)
 
 Storage::~Storage() { allocator_for(device_).deallocate(data_, bytes_); }
 
+void Storage::move_to(Device device) {
+  if (device == device_) return;
+  void* moved = allocator_for(device).allocate(bytes_);
+  copy_bytes(moved, device, data_, device_, bytes_);
+  allocator_for(device_).deallocate(data_, bytes_);
+  data_ = moved;
+  device_ = device;
+}
+
 }  // namespace tunecnn

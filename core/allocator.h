@@ -54,6 +54,8 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  // Moves the bytes to `device` in place, so every tensor sharing this storage follows.
+  void move_to(Device device);
 
  private:
   void* data_;

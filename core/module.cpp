@@ -23,6 +23,14 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+void Module::to(Device device) {
+  for (const auto& [name, param] : parameters()) {
+    param.data().move_to(device);
+    if (param.has_grad()) param.grad().move_to(device);
+  }
+  for (const auto& [name, buffer] : buffers()) buffer.move_to(device);
+}
+
 Variable Module::register_parameter(std::string name, Tensor value) {
   Variable param(std::move(value), /*requires_grad=*/true);
   parameters_.emplace_back(std::move(name), param);

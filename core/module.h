@@ -27,6 +27,9 @@ class Module {
   std::vector<NamedVariable> parameters() const;  // this module's and its children's
   std::vector<NamedTensor> buffers() const;
   void train(bool on = true);  // training vs evaluation mode (dropout, batch norm)
+  // Moves every parameter, gradient and buffer to `device` in place (layers keep their handles).
+  // Plans made for the old device are replanned at the next forward.
+  void to(Device device);
   void eval() { train(false); }
   bool is_training() const { return training_; }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/device.h"
 #include "core/tensor_math.h"
 
 namespace tunecnn {
@@ -21,6 +22,10 @@ void update(T* p, const T* g, T* v, std::int64_t n, const SgdOptions& o, bool fi
   }
 }
 
+void update_on_cuda(Tensor& p, const Tensor& g, Tensor& v, const SgdOptions& o, bool first_step) {
+  TUNECNN_ON_CUDA(p, cuda::sgd_update(p, g, v, o, first_step));
+}
+
 }  // namespace
 
 Sgd::Sgd(std::vector<NamedVariable> parameters, SgdOptions options)
@@ -38,6 +43,11 @@ void Sgd::step() {
     Tensor& p = param.data();
     const bool first_step = !velocity_[i].defined();
     if (options_.momentum > 0 && first_step) velocity_[i] = Tensor::empty_like(p);
+    check_same_device("sgd", p, param.grad());
+    if (p.device() == Device::cuda) {
+      update_on_cuda(p, param.grad(), velocity_[i], options_, first_step);
+      continue;
+    }
     dispatch_dtype(p.dtype(), [&]<class T>() {
       T* v = options_.momentum > 0 ? velocity_[i].data<T>() : nullptr;
       update<T>(p.data<T>(), param.grad().data<T>(), v, p.numel(), options_, first_step);
@@ -66,7 +76,8 @@ void Sgd::load_state(const std::vector<NamedTensor>& state) {
     TUNECNN_CHECK(tensor.shape() == p.shape() && tensor.dtype() == p.dtype(),
                   "optimizer state for '", name, "' is ", tensor.describe(), ", parameter is ",
                   p.describe());
-    velocity_[it->second] = tensor.clone();
+    velocity_[it->second] = Tensor::empty_like(p);  // on the parameter's device
+    velocity_[it->second].copy_from(tensor);
   }
 }
 

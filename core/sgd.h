@@ -35,4 +35,9 @@ class Sgd {
   SgdOptions options_;
 };
 
+namespace cuda {  // the update on the GPU (core/sgd.cu); `velocity` is undefined without momentum
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& velocity, const SgdOptions& options,
+                bool first_step);
+}  // namespace cuda
+
 }  // namespace tunecnn

@@ -16,7 +16,6 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device, Layout layout) {
   t.numel_ = shape_numel(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  t.device_ = device;
   t.layout_ = t.shape_.size() == 4 ? layout : Layout::NCHW;
   t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
   return t;
@@ -54,11 +53,11 @@ Tensor Tensor::from_vector(const std::vector<double>& values, Shape shape) {
 }
 
 Tensor Tensor::empty_like(const Tensor& like) {
-  return empty(like.shape_, like.dtype_, like.device_, like.layout_);
+  return empty(like.shape_, like.dtype_, like.device(), like.layout_);
 }
 
 Tensor Tensor::zeros_like(const Tensor& like) {
-  return zeros(like.shape_, like.dtype_, like.device_, like.layout_);
+  return zeros(like.shape_, like.dtype_, like.device(), like.layout_);
 }
 
 std::int64_t Tensor::dim(int i) const {
@@ -73,7 +72,7 @@ void* Tensor::raw_data() const { return storage_ ? storage_->data() : nullptr; }
 void Tensor::check_host_access(DType expected) const {
   TUNECNN_CHECK(defined(), "access to an undefined tensor");
   TUNECNN_CHECK(dtype_ == expected, "tensor ", describe(), " accessed as ", to_string(expected));
-  TUNECNN_CHECK(device_ == Device::cpu, "host access to a ", to_string(device_), " tensor ",
+  TUNECNN_CHECK(device() == Device::cpu, "host access to a ", to_string(device()), " tensor ",
                 describe(), "; copy it with to(Device::cpu) first");
 }
 
@@ -95,22 +94,27 @@ Tensor Tensor::with_layout(Layout layout) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = empty(shape_, dtype_, device_, layout_);
+  Tensor t = empty(shape_, dtype_, device(), layout_);
   t.copy_from(*this);
   return t;
 }
 
 Tensor Tensor::to(Device device) const {
-  if (device == device_) return *this;
+  if (device == this->device()) return *this;
   Tensor t = empty(shape_, dtype_, device, layout_);
   t.copy_from(*this);
   return t;
 }
 
+void Tensor::move_to(Device device) const {
+  TUNECNN_CHECK(defined(), "move_to(", to_string(device), "): undefined tensor");
+  storage_->move_to(device);
+}
+
 void Tensor::copy_from(const Tensor& src) {
   TUNECNN_CHECK(src.numel_ == numel_ && src.dtype_ == dtype_, "copy_from: ", src.describe(),
                 " into ", describe());
-  copy_bytes(raw_data(), device_, src.raw_data(), src.device_, nbytes());
+  copy_bytes(raw_data(), device(), src.raw_data(), src.device(), nbytes());
 }
 
 void Tensor::fill(double value) {
@@ -126,7 +130,7 @@ std::string Tensor::describe() const {
   std::string out(to_string(dtype_));
   out += shape_str(shape_);
   if (ndim() == 4) out += " " + std::string(to_string(layout_));
-  return out + " " + std::string(to_string(device_));
+  return out + " " + std::string(to_string(device()));
 }
 
 }  // namespace tunecnn

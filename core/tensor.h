@@ -33,7 +33,7 @@ class Tensor {
   std::int64_t numel() const { return numel_; }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
-  Device device() const { return device_; }
+  Device device() const { return storage_ != nullptr ? storage_->device() : Device::cpu; }
   Layout layout() const { return layout_; }
 
   // Typed host access; checks the dtype and that the tensor lives on the CPU.
@@ -48,6 +48,9 @@ class Tensor {
   Tensor with_layout(Layout layout) const;
   Tensor clone() const;
   Tensor to(Device device) const;
+  // Moves the storage to `device` in place: every tensor sharing it (a layer's member and the
+  // module's registered copy) now lives there. Module::to uses it.
+  void move_to(Device device) const;
   void copy_from(const Tensor& src);  // same numel and dtype; any devices
   void fill(double value);
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
@@ -58,7 +61,6 @@ class Tensor {
   Shape shape_;
   std::int64_t numel_ = 0;
   DType dtype_ = DType::f32;
-  Device device_ = Device::cpu;
   Layout layout_ = Layout::NCHW;
 
   void check_host_access(DType expected) const;

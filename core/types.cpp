@@ -25,6 +25,12 @@ Layout parse_layout(std::string_view text) {
   TUNECNN_FAIL("unknown layout '", text, "' (expected NCHW, CHWN or NHWC)");
 }
 
+Device parse_device(std::string_view text) {
+  for (Device device : {Device::cpu, Device::cuda})
+    if (text == to_string(device)) return device;
+  TUNECNN_FAIL("unknown device '", text, "' (expected cpu or cuda)");
+}
+
 std::string shape_str(const Shape& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {

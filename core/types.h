@@ -21,6 +21,7 @@ std::string_view to_string(DType dtype);
 std::string_view to_string(Device device);
 std::string_view to_string(Layout layout);
 Layout parse_layout(std::string_view text);  // throws Error on an unknown name
+Device parse_device(std::string_view text);  // "cpu" or "cuda"; throws Error otherwise
 std::string shape_str(const Shape& shape);    // "[64, 1, 28, 28]"
 std::int64_t shape_numel(const Shape& shape);
 

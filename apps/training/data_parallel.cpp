@@ -64,10 +64,11 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
 
 std::shared_ptr<TunedPlanner> DataParallel::make_tuner(TunePolicy policy,
                                                        const std::filesystem::path& cache_path,
-                                                       const TunerOptions& options) {
+                                                       const TunerOptions& options, Device device) {
   if (!comm_->is_root()) return receive_tuning(cache_path, options);
-  const std::map<std::string, std::string> fields = cpu_fingerprint().fields();  // after threads
-  return std::make_shared<TunedPlanner>(policy, cache_path, options, device_id(fields), fields);
+  DeviceIdentity identity = device_identity(device);  // after the threads are set
+  return std::make_shared<TunedPlanner>(policy, cache_path, options, std::move(identity.id),
+                                        std::move(identity.fields));
 }
 
 std::set<std::int64_t> DataParallel::rank_shares(const std::set<std::int64_t>& global_sizes) const {

@@ -38,9 +38,10 @@ class DataParallel {
   std::shared_ptr<TunedPlanner> receive_tuning(const std::filesystem::path& cache_path,
                                                const TunerOptions& options);
   // The planner this rank plans with: on rank 0 its own over `cache_path` (under `policy`, for
-  // this machine's fingerprint; it tunes and writes, then send_tuning), elsewhere receive_tuning's.
+  // the fingerprint of `device` on this machine; it tunes and writes, then send_tuning), elsewhere
+  // receive_tuning's.
   std::shared_ptr<TunedPlanner> make_tuner(TunePolicy policy, const std::filesystem::path& cache_path,
-                                           const TunerOptions& options);
+                                           const TunerOptions& options, Device device = Device::cpu);
 
   // The sizes any rank's share of these whole-job batch sizes can have (an empty share left out):
   // the batch shapes rank 0 tunes so that its plan covers every rank.

@@ -21,7 +21,10 @@
 #include "autotune/tuned_planner.h"
 #include "core/checkpoint.h"
 #include "core/gradient_allreduce.h"
+#include "autotune/device_clock.h"
+#include "core/cuda_runtime.h"
 #include "core/lr_schedule.h"
+#include "core/pinned_upload.h"
 #include "core/sgd.h"
 #include "core/threading.h"
 #include "datasets/data_loader.h"
@@ -63,7 +66,7 @@ struct EpochSums {
 };
 
 std::int64_t count_correct(const Tensor& logits, const std::vector<std::int32_t>& labels) {
-  const std::vector<std::int32_t> predicted = argmax_rows(logits);
+  const std::vector<std::int32_t> predicted = argmax_rows(logits.to(Device::cpu));
   std::int64_t correct = 0;
   for (std::size_t i = 0; i < labels.size(); ++i) correct += predicted[i] == labels[i];
   return correct;
@@ -71,7 +74,8 @@ std::int64_t count_correct(const Tensor& logits, const std::vector<std::int32_t>
 
 // Examples whose label is among the k highest logits: fewer than k classes score strictly
 // higher (a tie with the label counts in its favour, as ImageNet's top-5 is usually scored).
-std::int64_t count_in_top_k(const Tensor& logits, const std::vector<std::int32_t>& labels, int k) {
+std::int64_t count_in_top_k(const Tensor& device_logits, const std::vector<std::int32_t>& labels, int k) {
+  const Tensor logits = device_logits.to(Device::cpu);
   const std::int64_t classes = logits.shape()[1];
   const float* rows = logits.data<float>();
   std::int64_t correct = 0;
@@ -83,6 +87,9 @@ std::int64_t count_in_top_k(const Tensor& logits, const std::vector<std::int32_t
   }
   return correct;
 }
+
+// The loss as a number on the host, wherever it was computed.
+double scalar_value(const Variable& loss) { return loss.data().to(Device::cpu).data<float>()[0]; }
 
 // The sums one training step adds, over every rank: reduced before backward, so that a loss
 // that is not finite on any rank, or a Ctrl-C on any rank, stops all of them at the same step.
@@ -127,6 +134,7 @@ class Run {
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<GradientAllreduce> allreduce_;  // only with more than one rank
+  std::unique_ptr<PinnedUploader> uploader_;      // only on the GPU
   int epoch_ = 0;               // 0-based epoch in progress
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
@@ -139,6 +147,8 @@ class Run {
   std::shared_ptr<SoftmaxPlanner> previous_softmax_planner_;
 
   void setup();
+  void check_device() const;
+  Variable input_of(const Batch& batch);
   void install_tuner();
   void prepare_plans();
   void resume();
@@ -154,7 +164,25 @@ class Run {
   std::string allreduce_text() const;
 };
 
+// Before the data loads: a GPU run on a machine without one fails at once, saying why.
+void Run::check_device() const {
+  if (o_.device == Device::cpu) return;
+  TUNECNN_CHECK(cuda_built(), "--device cuda: this build of tunecnn has no CUDA backend; "
+                "reconfigure with -DTUNECNN_CUDA=ON (needs the CUDA toolkit)");
+  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no CUDA device is available (is the NVIDIA "
+                "driver loaded? nvidia-smi should list the GPU)");
+  TUNECNN_CHECK(!dp_.active(), "--device cuda under mpirun is not supported yet: data-parallel "
+                "training runs on CPUs only (train one process per GPU without mpirun)");
+}
+
+// The batch where the model is: uploaded through the pinned buffers on the GPU.
+Variable Run::input_of(const Batch& batch) {
+  if (!uploader_) return Variable(batch.images);
+  return Variable(uploader_->upload(batch.images));
+}
+
 void Run::setup() {
+  check_device();
   set_num_threads(dp_.threads_per_rank(o_.threads));
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
@@ -167,6 +195,10 @@ void Run::setup() {
                                    .num_classes = data_.train->num_classes(),
                                    .dropout_rng = dropout_rng_};
   model_ = build_model(o_.model, model_options, rng_);
+  if (o_.device != Device::cpu) {
+    model_->to(o_.device);  // initialised on the host, so a GPU run starts from the CPU's weights
+    uploader_ = std::make_unique<PinnedUploader>();
+  }
   sgd_ = std::make_unique<Sgd>(model_->parameters(),
                                SgdOptions{o_.lr, o_.momentum, o_.weight_decay, o_.nesterov});
   schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma,
@@ -183,7 +215,8 @@ void Run::setup() {
                                                      o_.allreduce_bucket_bytes);
   if (!talk_) return;
   out_ << "tunecnn " << TUNECNN_VERSION << ": " << cpu_fingerprint().summary() << "\n";
-  if (const std::optional<GpuFingerprint> gpu = gpu_fingerprint()) out_ << "gpu: " << gpu->summary() << "\n";
+  if (const std::optional<GpuFingerprint> gpu = gpu_fingerprint())
+    out_ << "gpu: " << gpu->summary() << (o_.device == Device::cuda ? " (training here)" : "") << "\n";
   out_
        << "train: " << data_.train->describe() << "\ntest:  " << data_.test->describe() << "\n"
        << "model: " << o_.model << ", " << parameter_count(*model_) << " parameters\n"
@@ -198,9 +231,10 @@ void Run::install_tuner() {
   TunerOptions options;
   options.max_workspace_bytes = o_.max_workspace;
   options.only_solvers = o_.force_solvers;
+  if (o_.device != Device::cpu) options.clock = device_clock(o_.device);
   const std::filesystem::path cache = o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache;
   // Rank 0 tunes; the others wait here for its entries, and plan from them without timing.
-  tuner_ = dp_.make_tuner(parse_tune_policy(o_.tune), cache, options);
+  tuner_ = dp_.make_tuner(parse_tune_policy(o_.tune), cache, options, o_.device);
   previous_planner_ = default_conv_planner();
   set_default_conv_planner(tuner_);
   previous_pool_planner_ = default_pool_planner();
@@ -344,9 +378,9 @@ TrainStatus Run::train_epoch(Progress& progress) {
     StepSums step{.examples = static_cast<double>(n), .stop = stop_requested().load() ? 1.0 : 0.0};
     Variable logits, loss;
     if (n > 0) {
-      logits = model_->forward(Variable(batch.images));
+      logits = model_->forward(input_of(batch));
       loss = softmax_cross_entropy(logits, batch.labels);
-      const double loss_value = loss.data().data<float>()[0];
+      const double loss_value = scalar_value(loss);
       step.loss = loss_value * static_cast<double>(n);
       step.not_finite = std::isfinite(loss_value) ? 0 : 1;
       step.correct = static_cast<double>(count_correct(logits.data(), batch.labels));
@@ -396,8 +430,8 @@ EpochMetrics Run::evaluate_epoch() {
   Batch batch;
   while (test.next(batch)) {
     if (batch.labels.empty()) continue;
-    Variable logits = model_->forward(Variable(batch.images));
-    sums[0] += softmax_cross_entropy(logits, batch.labels).data().data<float>()[0] * batch.labels.size();
+    Variable logits = model_->forward(input_of(batch));
+    sums[0] += scalar_value(softmax_cross_entropy(logits, batch.labels)) * batch.labels.size();
     sums[1] += static_cast<double>(count_correct(logits.data(), batch.labels));
     sums[2] += static_cast<double>(count_in_top_k(logits.data(), batch.labels, 5));
   }

@@ -32,6 +32,10 @@ struct TrainOptions {
   double warmup_epochs = 0;  // linear warmup of the rate (core/lr_schedule.h WarmupLr)
   std::uint64_t seed = 1;
   int threads = 0;                       // 0: every core
+  // Where the model trains. On the GPU, batches go up through pinned buffers, the tuner times
+  // with CUDA events and tunes into the GPU's section of the cache; labels, metrics and
+  // checkpoints stay on the host. Not yet with several ranks (NCCL is to come).
+  Device device = Device::cpu;
   std::filesystem::path checkpoint_dir;  // empty: no checkpoints
   std::int64_t checkpoint_every = 0;     // batches between mid-epoch checkpoints; 0: per epoch
   bool resume = false;
