@@ -7,9 +7,9 @@ void check_arg(const ConvProblem& p, const Tensor& t, const char* role, const Sh
                Layout layout) {
   TUNECNN_CHECK(t.defined(), "conv ", role, " is undefined for ", p.key());
   TUNECNN_CHECK(t.shape() == shape && t.dtype() == p.dt && t.layout() == layout &&
-                    t.device() == Device::cpu,
+                    t.device() == p.device,
                 "conv ", role, " is ", t.describe(), ", expected ", to_string(p.dt),
-                shape_str(shape), " ", to_string(layout), " cpu for ", p.key());
+                shape_str(shape), " ", to_string(layout), " ", to_string(p.device), " for ", p.key());
 }
 
 }  // namespace

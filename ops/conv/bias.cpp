@@ -2,6 +2,8 @@
 
 #include <tbb/parallel_for.h>
 
+#include "core/device.h"
+
 namespace tunecnn {
 namespace {
 
@@ -9,15 +11,12 @@ void check_bias_shapes(const char* what, const Tensor& act, const Tensor& bias) 
   TUNECNN_CHECK(act.ndim() == 4, what, ": activations must be 4-D, got ", act.describe());
   TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == act.dim(1) && bias.dtype() == act.dtype(), what,
                 ": bias ", bias.describe(), " does not match activations ", act.describe());
+  check_same_device(what, act, bias);
 }
 
-// Every layout stores element (outer, c, inner) at (outer * C + c) * inner_size + inner:
-// NCHW is (N, C, H*W), CHWN is (1, C, H*W*N) and NHWC is (N*H*W, C, 1).
-struct ChannelBlocks {
-  std::int64_t outer, channels, inner;
-};
+}  // namespace
 
-ChannelBlocks channel_blocks(const Tensor& act) {
+BiasChannelBlocks bias_channel_blocks(const Tensor& act) {
   const std::int64_t n = act.dim(0), c = act.dim(1), plane = act.dim(2) * act.dim(3);
   switch (act.layout()) {
     case Layout::NCHW: return {n, c, plane};
@@ -27,11 +26,10 @@ ChannelBlocks channel_blocks(const Tensor& act) {
   return {0, 0, 0};
 }
 
-}  // namespace
-
 void add_bias(Tensor& dst, const Tensor& bias) {
   check_bias_shapes("add_bias", dst, bias);
-  const ChannelBlocks b = channel_blocks(dst);
+  TUNECNN_ON_CUDA(dst, cuda::add_bias(dst, bias));
+  const BiasChannelBlocks b = bias_channel_blocks(dst);
   dispatch_dtype(dst.dtype(), [&]<class T>() {
     T* out = dst.data<T>();
     const T* values = bias.data<T>();
@@ -52,7 +50,8 @@ void add_bias(Tensor& dst, const Tensor& bias) {
 
 void bias_grad(const Tensor& diff_dst, Tensor& diff_bias) {
   check_bias_shapes("bias_grad", diff_dst, diff_bias);
-  const ChannelBlocks b = channel_blocks(diff_dst);
+  TUNECNN_ON_CUDA(diff_dst, cuda::bias_grad(diff_dst, diff_bias));
+  const BiasChannelBlocks b = bias_channel_blocks(diff_dst);
   dispatch_dtype(diff_dst.dtype(), [&]<class T>() {
     const T* in = diff_dst.data<T>();
     T* out = diff_bias.data<T>();

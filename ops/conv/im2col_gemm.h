@@ -16,6 +16,19 @@ class Im2colGemmSolver final : public ConvSolver {
            Workspace workspace) const override;
 };
 
+// The same lowering on the GPU (im2col_gemm.cu): a column buffer for a chunk of images built by a
+// kernel, cuBLAS strided-batched GEMMs, col2im as a gather. Depthwise problems included (the GPU
+// has no channel_by_channel). Registered for Device::cuda; configs {"chunk"}.
+class Im2colGemmCudaSolver final : public ConvSolver {
+ public:
+  std::string_view name() const override { return "im2col_gemm"; }
+  bool applicable(const ConvProblem& problem, std::string* why) const override;
+  std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
+  std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
+           Workspace workspace) const override;
+};
+
 // The NCHW tensors of one call as raw pointers, for callers whose operands live in their own
 // buffers (diagonal's W_hat). Which are read and written follows ConvArgs; weights are
 // [oc, ic/g, kh, kw].

@@ -18,6 +18,19 @@ class MecSolver final : public ConvSolver {
            Workspace workspace) const override;
 };
 
+// MEC on the GPU (mec.cu), NCHW: the same lowered matrix L, built by a kernel, Solution A or B
+// chosen by the same T and chunk, and each loop's GEMMs in one cuBLAS strided-batched call.
+// Registered for Device::cuda; configs are the CPU's without "mt" (no threads to spread).
+class MecCudaSolver final : public ConvSolver {
+ public:
+  std::string_view name() const override { return "mec"; }
+  bool applicable(const ConvProblem& problem, std::string* why) const override;
+  std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
+  std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
+           Workspace workspace) const override;
+};
+
 // The images `config` lowers together: its "chunk", clamped to [1, mb]; mb (the paper's
 // Algorithm 2) when absent.
 int mec_chunk(const ConvProblem& problem, const TuneConfig& config);

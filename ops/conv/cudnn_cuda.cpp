@@ -1,0 +1,203 @@
+// cuDNN's convolution (the legacy API: cudnnConvolutionForward, BackwardData, BackwardFilter),
+// NCHW, f32 and f64, with groups (cudnnSetConvolutionGroupCount) and CUDNN_CROSS_CORRELATION,
+// which is what every other solver computes.
+// Math type CUDNN_FMA_MATH: the default lets cuDNN pick tensor-core kernels that round f32
+// inputs to TF32 (10-bit mantissa) on Ampere and later, which is 1e-3 relative error, far
+// outside what the solver tests and the tuner's check against the reference accept, and a
+// different function from every other solver's. FMA math keeps f32 arithmetic.
+// Configs: {"algo", k} for every algorithm of the direction that cuDNN supports for the problem
+// (its heuristic lists the algorithm as supported and its workspace-size query succeeds), in
+// the heuristic's order (cudnnGetConvolution*Algorithm_v7), so the untuned default is cuDNN's
+// own choice. Workspace: what cuDNN asks for the algorithm; the tuner's --max-workspace filters
+// configs by it. Some algorithms are not deterministic (cuDNN's determinism flag); the tuner
+// sees them like any other config.
+// Descriptors are built for each call (microseconds, next to a convolution).
+#include <climits>
+
+#include "ops/conv/args.h"
+#include "ops/conv/cudnn.h"
+#include "ops/cuda_libraries.h"
+
+namespace tunecnn {
+namespace {
+
+cudnnDataType_t cudnn_type(DType dt) {
+  return dt == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+
+// The four descriptors of a problem, destroyed with it.
+class Descriptors {
+ public:
+  explicit Descriptors(const ConvProblem& p) {
+    TUNECNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&src));
+    TUNECNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&dst));
+    TUNECNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&wei));
+    TUNECNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    const cudnnDataType_t type = cudnn_type(p.dt);
+    TUNECNN_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(src, CUDNN_TENSOR_NCHW, type, p.mb, p.ic, p.ih, p.iw));
+    TUNECNN_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(dst, CUDNN_TENSOR_NCHW, type, p.mb, p.oc, p.oh(), p.ow()));
+    TUNECNN_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(wei, type, CUDNN_TENSOR_NCHW, p.oc, p.ic / p.g, p.kh, p.kw));
+    TUNECNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, p.ph, p.pw, p.sh, p.sw, 1, 1,
+                                                        CUDNN_CROSS_CORRELATION, type));
+    TUNECNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.g));
+    TUNECNN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
+  }
+  ~Descriptors() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(wei);
+    cudnnDestroyTensorDescriptor(dst);
+    cudnnDestroyTensorDescriptor(src);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  cudnnTensorDescriptor_t src = nullptr, dst = nullptr;
+  cudnnFilterDescriptor_t wei = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+};
+
+// The algorithms cuDNN's heuristic lists as supported, best first.
+template <class Perf>
+std::vector<int> supported_in_order(const Perf* results, int returned) {
+  std::vector<int> algos;
+  for (int i = 0; i < returned; ++i)
+    if (results[i].status == CUDNN_STATUS_SUCCESS)
+      algos.push_back(static_cast<int>(results[i].algo));
+  return algos;
+}
+
+std::vector<int> heuristic_order(const ConvProblem& p, const Descriptors& d) {
+  int returned = 0;
+  switch (p.dir) {
+    case Direction::fwd: {
+      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          cudnn_handle(), d.src, d.wei, d.conv, d.dst, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+          results));
+      return supported_in_order(results, returned);
+    }
+    case Direction::bwd_data: {
+      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          cudnn_handle(), d.wei, d.dst, d.conv, d.src, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+          &returned, results));
+      return supported_in_order(results, returned);
+    }
+    case Direction::bwd_weights: {
+      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          cudnn_handle(), d.src, d.dst, d.conv, d.wei, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+          &returned, results));
+      return supported_in_order(results, returned);
+    }
+  }
+  return {};
+}
+
+// cuDNN's answer, not checked: a failure means the algorithm does not support the problem.
+cudnnStatus_t query_workspace(const ConvProblem& p, const Descriptors& d, int algo,
+                              std::size_t* bytes) {
+  switch (p.dir) {
+    case Direction::fwd:
+      return cudnnGetConvolutionForwardWorkspaceSize(cudnn_handle(), d.src, d.wei, d.conv, d.dst,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                                     bytes);
+    case Direction::bwd_data:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(
+          cudnn_handle(), d.wei, d.dst, d.conv, d.src,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+    case Direction::bwd_weights:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          cudnn_handle(), d.src, d.dst, d.conv, d.wei,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+std::vector<int> supported_algos(const ConvProblem& p, const Descriptors& d) {
+  std::vector<int> algos;
+  for (int algo : heuristic_order(p, d)) {
+    std::size_t bytes = 0;
+    if (query_workspace(p, d, algo, &bytes) == CUDNN_STATUS_SUCCESS) algos.push_back(algo);
+  }
+  TUNECNN_CHECK(!algos.empty(), "cuDNN supports no ", to_string(p.dir), " algorithm for ", p.key(),
+                "; force another solver (--force-solver im2col_gemm)");
+  return algos;
+}
+
+// The config's algorithm; cuDNN's heuristic choice for an empty config.
+int algo_of(const ConvProblem& p, const Descriptors& d, const TuneConfig& config) {
+  const int algo = config.get("algo", -1);
+  return algo >= 0 ? algo : supported_algos(p, d).front();
+}
+
+template <class T>
+void run_as(const ConvProblem& p, const Descriptors& d, int algo, const ConvArgs& args,
+            Workspace ws) {
+  const T one = 1, zero = 0;
+  switch (p.dir) {
+    case Direction::fwd:
+      TUNECNN_CUDNN_CHECK(cudnnConvolutionForward(
+          cudnn_handle(), &one, d.src, args.src.raw_data(), d.wei, args.wei.raw_data(), d.conv,
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws.data, ws.bytes, &zero, d.dst,
+          args.dst.raw_data()));
+      return;
+    case Direction::bwd_data:
+      TUNECNN_CUDNN_CHECK(cudnnConvolutionBackwardData(
+          cudnn_handle(), &one, d.wei, args.wei.raw_data(), d.dst, args.diff_dst.raw_data(), d.conv,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws.data, ws.bytes, &zero, d.src,
+          args.diff_src.raw_data()));
+      return;
+    case Direction::bwd_weights:
+      TUNECNN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+          cudnn_handle(), &one, d.src, args.src.raw_data(), d.dst, args.diff_dst.raw_data(), d.conv,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws.data, ws.bytes, &zero, d.wei,
+          args.diff_wei.raw_data()));
+      return;
+  }
+}
+
+}  // namespace
+
+bool CudnnSolver::applicable(const ConvProblem& p, std::string* why) const {
+  if (p.device != Device::cuda)
+    return reject(why, "a CUDA solver; the problem runs on " + std::string(to_string(p.device)));
+  if (!conv_problem_well_formed(p, why)) return false;
+  for (const Shape& shape : {p.src_shape(), p.dst_shape(), p.wei_shape()})
+    if (shape_numel(shape) > INT_MAX)
+      return reject(why, "a tensor of more than 2^31 elements, beyond cuDNN's 4-D descriptors");
+  return true;
+}
+
+std::vector<TuneConfig> CudnnSolver::configs(const ConvProblem& p) const {
+  const Descriptors d(p);
+  std::vector<TuneConfig> out;
+  for (int algo : supported_algos(p, d)) out.push_back(TuneConfig{{{"algo", algo}}});
+  return out;
+}
+
+std::size_t CudnnSolver::workspace_bytes(const ConvProblem& p, const TuneConfig& config) const {
+  const Descriptors d(p);
+  const int algo = algo_of(p, d, config);
+  std::size_t bytes = 0;
+  const cudnnStatus_t status = query_workspace(p, d, algo, &bytes);
+  TUNECNN_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN ", to_string(p.dir), " algorithm ", algo,
+                " does not support ", p.key(), ": ", cudnnGetErrorString(status));
+  return bytes;
+}
+
+void CudnnSolver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
+                      Workspace ws) const {
+  TUNECNN_CHECK(p.device == Device::cuda, "cudnn runs GPU problems only, got ", p.key(), " on ",
+                to_string(p.device));
+  check_conv_args(p, args, Layout::NCHW);
+  const Descriptors d(p);
+  const int algo = algo_of(p, d, config);
+  if (p.dt == DType::f64) return run_as<double>(p, d, algo, args, ws);
+  run_as<float>(p, d, algo, args, ws);
+}
+
+}  // namespace tunecnn
