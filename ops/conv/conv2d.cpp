@@ -8,8 +8,16 @@ namespace tunecnn {
 namespace {
 
 void check_bias(const Tensor& bias, const Tensor& weight) {
-  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == weight.dim(0) && bias.dtype() == weight.dtype(),
+  TUNECNN_CHECK(bias.ndim() == 1 && bias.dim(0) == weight.dim(0) &&
+                    bias.dtype() == weight.dtype() && bias.device() == weight.device(),
                 "conv2d bias ", bias.describe(), " does not match weight ", weight.describe());
+}
+
+// Plans are cached per problem and device: the same layer may run on the CPU and on the GPU, and
+// their solvers differ (the key leaves the device out).
+std::string plan_key(const ConvProblem& problem) {
+  if (problem.device == Device::cpu) return problem.key();
+  return problem.key() + " " + std::string(to_string(problem.device));
 }
 
 // Runs one direction into a fresh output tensor, the member `out` of the args. Activations and
@@ -17,7 +25,7 @@ void check_bias(const Tensor& bias, const Tensor& weight) {
 Tensor run_into(const ConvPlan& plan, const ConvProblem& problem, ConvArgs args,
                 Tensor ConvArgs::*out, const Shape& shape) {
   const Layout layout = out == &ConvArgs::diff_wei ? Layout::NCHW : plan.layout;
-  args.*out = Tensor::empty(shape, problem.dt, Device::cpu, layout);
+  args.*out = Tensor::empty(shape, problem.dt, problem.device, layout);
   run_conv(plan, problem, args);
   return args.*out;
 }
@@ -33,6 +41,9 @@ ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeomet
                 shape_str(x.shape()));
   TUNECNN_CHECK(x.dtype() == weight.dtype(), "conv2d input ", x.describe(), " and weight ",
                 weight.describe(), " differ in dtype");
+  TUNECNN_CHECK(x.device() == weight.device(), "conv2d input ", x.describe(), " and weight ",
+                weight.describe(), " are on different devices; move the module to the input's "
+                "device (Module::to) or the input to the module's");
   ConvProblem p;
   p.mb = static_cast<int>(x.dim(0)), p.ic = static_cast<int>(x.dim(1));
   p.ih = static_cast<int>(x.dim(2)), p.iw = static_cast<int>(x.dim(3));
@@ -99,7 +110,7 @@ Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int pa
 
 Variable Conv2d::forward(const Variable& input) {
   const ConvProblem problem = conv_problem(input.data(), weight_.data(), geo_);
-  const std::string key = problem.key();
+  const std::string key = plan_key(problem);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     const ConvLayerPlan plan = planner_->plan(problem);
@@ -132,7 +143,7 @@ void Conv2d::set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan)
                     fwd_problem.g == geo_.groups,
                 "Conv2d::set_plan: ", fwd_problem.key(), " is not a problem of ", describe());
   plan.validate(fwd_problem);
-  plans_[fwd_problem.key()] = {fwd_problem, plan};
+  plans_[plan_key(fwd_problem)] = {fwd_problem, plan};
 }
 
 std::string Conv2d::describe() const {

@@ -16,10 +16,27 @@ bool runs_in(const ConvSolver& solver, const ConvProblem& problem, Layout layout
 }
 
 ConvPlan first_applicable(const ConvProblem& problem, Layout layout) {
-  for (const ConvSolver* solver : cpu_conv_solvers())
+  for (const ConvSolver* solver : conv_solvers(problem.device))
     if (runs_in(*solver, problem, layout) && solver->applicable(problem, nullptr))
       return {solver, solver->configs(problem).front(), layout};
-  TUNECNN_FAIL("no conv solver is applicable to ", problem.key(), " in ", to_string(layout));
+  TUNECNN_FAIL("no ", to_string(problem.device), " conv solver is applicable to ", problem.key(),
+               " in ", to_string(layout));
+}
+
+bool listed_for(const ConvSolver& solver, Device device) {
+  const std::span<const ConvSolver* const> solvers = conv_solvers(device);
+  return std::find(solvers.begin(), solvers.end(), &solver) != solvers.end();
+}
+
+// The registry is the device gate: CPU solvers do not look at problem.device, so a registered
+// solver of one device must not run a problem of the other. Solvers in neither list (tests'
+// fakes) pass.
+void check_solver_device(const ConvSolver& solver, const ConvProblem& problem) {
+  const Device other = problem.device == Device::cpu ? Device::cuda : Device::cpu;
+  TUNECNN_CHECK(listed_for(solver, problem.device) || !listed_for(solver, other), "solver ",
+                solver.name(), " is a ", to_string(other), " solver, but ", problem.key(),
+                " runs on ", to_string(problem.device), " (solvers there: ",
+                conv_solver_names(problem.device), ")");
 }
 }  // namespace
 
@@ -64,11 +81,13 @@ void set_default_conv_planner(std::shared_ptr<ConvPlanner> planner) {
 
 void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& args) {
   TUNECNN_CHECK(plan.solver != nullptr, "conv plan without a solver for ", problem.key());
+  check_solver_device(*plan.solver, problem);
   std::string why;
   TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(),
                 " is not applicable to ", problem.key(), ": ", why);
   const std::size_t bytes = plan.solver->workspace_bytes(problem, plan.config);
-  Storage workspace(bytes, Device::cpu);
+  // Always one block, on the problem's device, even for 0 bytes (the workspace tests count it).
+  Storage workspace(bytes, problem.device);
   plan.solver->run(problem, plan.config, args, Workspace{bytes ? workspace.data() : nullptr, bytes});
 }
 

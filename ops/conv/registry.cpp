@@ -35,23 +35,37 @@ const std::array<const ConvSolver*, 9> kCpuSolvers = {
 
 }  // namespace
 
+std::span<const ConvSolver* const> conv_solvers(Device device) {
+  if (device == Device::cpu) return kCpuSolvers;
+#ifdef TUNECNN_HAVE_CUDA
+  return cuda_conv_solvers();
+#else
+  return {};
+#endif
+}
+
 std::span<const ConvSolver* const> cpu_conv_solvers() {
   return kCpuSolvers;
 }
 
-const ConvSolver& direct_conv_solver() {
-  return kDirect;
+// Each list ends with its reference.
+const ConvSolver& direct_conv_solver(Device device) {
+  const std::span<const ConvSolver* const> solvers = conv_solvers(device);
+  TUNECNN_CHECK(!solvers.empty(), "no ", to_string(device),
+                " conv solvers: this build of tunecnn has no CUDA backend; reconfigure with "
+                "-DTUNECNN_CUDA=ON");
+  return *solvers.back();
 }
 
-const ConvSolver* find_conv_solver(std::string_view name) {
-  for (const ConvSolver* solver : kCpuSolvers)
+const ConvSolver* find_conv_solver(std::string_view name, Device device) {
+  for (const ConvSolver* solver : conv_solvers(device))
     if (solver->name() == name) return solver;
   return nullptr;
 }
 
-std::string conv_solver_names() {
+std::string conv_solver_names(Device device) {
   std::string names;
-  for (const ConvSolver* solver : kCpuSolvers)
+  for (const ConvSolver* solver : conv_solvers(device))
     names += (names.empty() ? "" : ", ") + std::string(solver->name());
   return names;
 }
