@@ -2,8 +2,6 @@
 // plane in double in row-major (h, w) order, wherever the layout puts those values; backward is
 // one thread per input element writing dy(n, c) / (H*W), the scale rounded to T first as on the
 // CPU. No tunables.
-#include <array>
-
 #include "core/cuda_elementwise.cuh"
 #include "ops/global_avg_pool.h"
 
