@@ -50,9 +50,9 @@ bool settled(const std::vector<double>& times, const TunerOptions& o) {
   return true;
 }
 
-CallTiming summarise(const std::vector<double>& times) {
+CallTiming summarise(const std::vector<double>& times, double warmup_s) {
   const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size())};
+  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size()), warmup_s * 1e3};
 }
 
 // A candidate that cannot win: its median will be at least its fastest call, and that is already
@@ -73,7 +73,7 @@ bool hopeless(const std::vector<double>& times, double bound_s) {
 CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions& o,
                            const std::function<double()>& clock, double bound_s) {
   std::vector<double> times;
-  double spent = 0;
+  double spent = 0, warmup_s = 0;
   for (int i = 0; i < o.warmup; ++i) {
     const double start = clock();
     call();
@@ -84,9 +84,10 @@ CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions
       spent += took;
       break;
     }
+    warmup_s += took;
   }
   if (!times.empty() && (hopeless(times, bound_s) || spent >= o.max_seconds))
-    return summarise(times);
+    return summarise(times, warmup_s);
   do {
     const double start = clock();
     call();
@@ -94,7 +95,7 @@ CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions
     spent += times.back();
   } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
            !settled(times, o) && !hopeless(times, bound_s));
-  return summarise(times);
+  return summarise(times, warmup_s);
 }
 
 std::string describe(const SolverTrial& trial, const TuneConfig& config) {
@@ -197,7 +198,8 @@ CandidateSearch::CandidateSearch(std::string key, std::string what, const TunerO
       options_(options),
       clock_(options.clock ? options.clock : steady_seconds),
       warn_(options.warn ? options.warn
-                         : [](std::string_view m) { std::cerr << "warning: " << m << "\n"; }) {}
+                         : [](std::string_view m) { std::cerr << "warning: " << m << "\n"; }),
+      started_s_(clock_()) {}
 
 void CandidateSearch::try_trial(const SolverTrial& trial) {
   std::vector<TuneConfig> configs;
@@ -232,19 +234,27 @@ void CandidateSearch::try_candidate(const SolverTrial& trial, const TuneConfig& 
   const std::size_t bytes = workspace_of(trial, config);
   if (bytes > options_.max_workspace_bytes) return;  // over budget: not recorded (see header)
   CandidateResult result{trial.solver, config, trial.layout, 0, 0, 0, bytes, true};
+  CandidateCost cost{describe(trial, config), 0, 0, 0, 0};
+  const double verify_start = clock_();
   const std::string wrong = trial.verify ? trial.verify(config) : "";
+  cost.verify_s = clock_() - verify_start;
   if (!wrong.empty()) {
     result.correct = false;
     warn_(what_ + " tuner: " + describe(trial, config) + " disagrees with the reference on " + key_ +
           " (" + wrong + "); disqualified");
   } else {
+    const double timing_start = clock_();
     const CallTiming t =
         time_with_clock([&] { trial.run(config, bytes); }, options_, clock_, best_seconds());
+    cost.timing_s = clock_() - timing_start;
+    cost.calls = t.runs;
+    cost.warmup_s = t.warmup_ms / 1e3;
     result.median_ms = t.median_ms;
     result.spread_ms = t.spread_ms;
     result.runs = t.runs;
   }
   results_.push_back(std::move(result));
+  costs_.push_back(std::move(cost));
 }
 
 // Hill-climbing from the default config: the walk stops at the first step that does not beat the
@@ -275,6 +285,7 @@ TuningEntry CandidateSearch::entry() const {
   TUNECNN_CHECK(has_correct(), "no ", what_, " solver gives a correct result for ", key_,
                 " within a workspace budget of ", options_.max_workspace_bytes, " bytes");
   const CandidateResult* chosen = choose_candidate(results_, [](const CandidateResult&) { return true; });
+  if (options_.on_cost) options_.on_cost({what_, key_, clock_() - started_s_, costs_});
   return {key_, chosen->solver, chosen->config, chosen->layout, results_, provenance_now()};
 }
 

@@ -19,6 +19,21 @@ namespace tunecnn {
 // GCC 12 misreads as maybe-uninitialized when the options are copied.)
 inline std::vector<Layout> all_layouts() { return {Layout::NCHW, Layout::CHWN, Layout::NHWC}; }
 
+// Where one search's seconds went, reported when its entry is made (bench plans --breakdown).
+// Seconds of the search's clock (options.clock when set).
+struct CandidateCost {
+  std::string candidate;  // "solver [config] in LAYOUT"
+  double verify_s = 0;    // its check against the reference (building the reference included)
+  double timing_s = 0;    // its warm-up and timed calls
+  double warmup_s = 0;    // the untimed warm-up calls alone
+  int calls = 0;          // timed calls (warm-up not counted)
+};
+struct SearchCost {
+  std::string what, key;  // "conv", "pool" or "softmax"; the problem key
+  double total_s = 0;     // from the search's start to its entry: also argument setup
+  std::vector<CandidateCost> candidates;  // in the order tried
+};
+
 struct TunerOptions {
   // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
   // entry keeps what could run, and a bigger budget later is a different tuning question.
@@ -40,11 +55,13 @@ struct TunerOptions {
   std::function<double()> clock;               // seconds; empty: std::chrono::steady_clock
   std::function<void(std::string_view)> warn;  // empty: std::cerr
   std::uint64_t seed = 1;                      // for the random arguments
+  std::function<void(const SearchCost&)> on_cost;  // empty: costs are not reported
 };
 
 struct CallTiming {
   double median_ms = 0, spread_ms = 0;  // spread: (max - min) / 2
   int runs = 0;
+  double warmup_ms = 0;  // the warm-up calls that were not kept as timed calls
 };
 
 // The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
@@ -106,6 +123,8 @@ class CandidateSearch {
   std::function<double()> clock_;
   std::function<void(std::string_view)> warn_;
   std::vector<CandidateResult> results_;
+  double started_s_;
+  std::vector<CandidateCost> costs_;
 };
 
 // Where a decision came from: this host, now, this build.

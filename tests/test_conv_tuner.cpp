@@ -362,5 +362,40 @@ TEST(ConvTuner, SolversAskingForASweepGetEveryConfigTimed) {
   }
 }
 
+// bench plans --breakdown: one report per search, a cost per candidate in the entry's order, in
+// the search's clock (here the fake one, which moves only when a fake solver runs: in its check
+// on the small problem, its warm-up and its timed calls); a disqualified candidate is not timed.
+TEST(ConvTuner, EverySearchReportsWhereItsTimeWent) {
+  Harness h;
+  ZeroSolver zeros;
+  FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3);
+  TunerOptions o = h.options();
+  o.solvers = {&slow, &zeros, &fast};
+  std::vector<SearchCost> reports;
+  o.on_cost = [&](const SearchCost& cost) { reports.push_back(cost); };
+  const TuningEntry e = tune_conv(kSmall, o);
+  ASSERT_EQ(reports.size(), 1u);
+  const SearchCost& r = reports[0];
+  EXPECT_EQ(r.what, "conv");
+  EXPECT_EQ(r.key, kSmall.key());
+  ASSERT_EQ(r.candidates.size(), e.candidates.size());
+  double parts_s = 0;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const CandidateCost& c = r.candidates[i];
+    const CandidateResult& result = e.candidates[i];
+    EXPECT_EQ(c.candidate, result.solver + " in NCHW");
+    EXPECT_EQ(c.calls, result.runs) << c.candidate;
+    const double call_s = result.solver == "slow" ? 3e-3 : result.solver == "fast" ? 1e-3 : 0;
+    EXPECT_NEAR(c.verify_s, call_s, 1e-12) << c.candidate;
+    EXPECT_NEAR(c.warmup_s, call_s * o.warmup, 1e-12) << c.candidate;
+    EXPECT_NEAR(c.timing_s, call_s * (o.warmup + result.runs), 1e-12) << c.candidate;
+    parts_s += c.verify_s + c.timing_s;
+  }
+  ASSERT_EQ(e.candidates[1].solver, "zeros");
+  EXPECT_EQ(r.candidates[1].calls, 0);
+  EXPECT_EQ(r.candidates[1].timing_s, 0);
+  EXPECT_NEAR(r.total_s, parts_s, 1e-12);  // nothing else moves the fake clock
+}
+
 }  // namespace
 }  // namespace tunecnn

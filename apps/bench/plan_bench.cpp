@@ -10,6 +10,7 @@
 #include <map>
 
 #include "apps/bench/repeat_policy.h"
+#include "apps/bench/tuning_breakdown.h"
 #include "apps/training/cli.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
@@ -112,7 +113,11 @@ int bench_plans(int argc, const char* const* argv) {
   cli.option("rounds", "3", "interleaved rounds over the variants");
   cli.option("tune-cache", "", "tuning cache to use (default: a fresh file, so profiling is measured "
                                "from empty; it is removed at the end)");
+  cli.option("breakdown", "", "where the profiling pass spends its time: keys (per kind and key) or "
+                              "candidates (and per candidate)");
   if (!cli.parse(argc, argv)) return 0;
+  const std::string breakdown_detail = cli.get("breakdown");
+  check_breakdown_detail(breakdown_detail);
   set_num_threads(cli.get_int("threads"));
   const std::string model_name = cli.get("model");
   const Shape input =
@@ -134,11 +139,17 @@ int bench_plans(int argc, const char* const* argv) {
             << batch << ", cache " << b.cache.string() << "\n";
 
   // 1. Profiling (from empty when the cache is ours).
-  auto tuner = b.tuner(TunePolicy::cached);
+  TuningBreakdown breakdown;
+  auto tuner = [&] {
+    TunerOptions reporting = b.options;
+    if (!breakdown_detail.empty()) breakdown.attach(reporting);
+    return std::make_shared<TunedPlanner>(TunePolicy::cached, b.cache, reporting, b.device, b.fields);
+  }();
   double start = now_s();
   std::vector<Variant> variants{b.plan("tuned", tuner)};
   const double profile_s = now_s() - start;
   std::cout << "# " << tuner->summary() << "\n";
+  if (!breakdown_detail.empty()) breakdown.print(std::cout, breakdown_detail, profile_s);
 
   // 2. A fully cached start: load the file and plan every layer.
   start = now_s();
