@@ -51,6 +51,8 @@ tunecnn::CommandLine make_command_line() {
   cli.option("weight-decay", "5e-4", "L2 weight decay");
   cli.flag("nesterov", "use Nesterov momentum");
   cli.option("seed", "1", "seed for initialisation, shuffling and dropout");
+  cli.option("device", "cpu", "where to train: cpu, or cuda (the first NVIDIA GPU; needs a build "
+                             "with the CUDA backend)");
   cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
                              "mpirun starts on this host)");
   cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt), written every epoch and on Ctrl-C");
@@ -97,6 +99,7 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.nesterov = cli.has("nesterov");
   o.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   o.threads = cli.get_int("threads");
+  o.device = tunecnn::parse_device(cli.get("device"));
   o.checkpoint_dir = cli.get("checkpoint-dir");
   o.checkpoint_every = cli.get_int("checkpoint-every");
   o.resume = cli.has("resume");
@@ -107,8 +110,9 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   tunecnn::parse_tune_policy(o.tune);  // a typo fails here, before any data is loaded
   o.force_solvers = tunecnn::split_commas(cli.get("force-solver"));
   for (const std::string& name : o.force_solvers)
-    TUNECNN_CHECK(tunecnn::find_conv_solver(name) != nullptr, "--force-solver: unknown conv solver '",
-                  name, "'; known: ", tunecnn::conv_solver_names());
+    TUNECNN_CHECK(tunecnn::find_conv_solver(name, o.device) != nullptr, "--force-solver: unknown ",
+                  tunecnn::to_string(o.device), " conv solver '", name, "'; known: ",
+                  tunecnn::conv_solver_names(o.device));
   o.tune_cache = cli.get("tune-cache");
   if (cli.has("max-workspace")) {
     const std::optional<std::size_t> bytes = tunecnn::parse_byte_count(cli.get("max-workspace"));

@@ -37,14 +37,27 @@ bool shrink(ConvProblem& p, bool along_h) {
   return true;
 }
 
-// Checks candidates against the reference output, computed once per problem.
+// The same arguments on `device` (copies; the CPU's own tensors when it is the CPU).
+ConvArgs args_on(const ConvArgs& args, Device device) {
+  ConvArgs out = args;
+  for (Tensor ConvArgs::*member : {&ConvArgs::src, &ConvArgs::wei, &ConvArgs::dst, &ConvArgs::diff_src,
+                                   &ConvArgs::diff_wei, &ConvArgs::diff_dst})
+    if ((args.*member).defined()) out.*member = (args.*member).to(device);
+  return out;
+}
+
+// Checks candidates against the reference output, computed once per problem. The reference is
+// the CPU's direct solver whatever the problem's device; a GPU candidate runs on copies of the
+// same arguments, and its output comes back to be compared.
 class Verifier {
  public:
   Verifier(const ConvProblem& problem, std::uint64_t seed) : problem_(problem) {
     Rng rng(seed);
-    args_ = random_conv_args(problem_, rng);
+    ConvProblem on_cpu = problem_;
+    on_cpu.device = Device::cpu;
+    args_ = random_conv_args(on_cpu, rng);
     ConvArgs ref = conv_args_in_layout(args_, Layout::NCHW);
-    run_conv({&direct_conv_solver(), {}, Layout::NCHW}, problem_, ref);
+    run_conv({&direct_conv_solver(), {}, Layout::NCHW}, on_cpu, ref);
     reference_ = conv_output(ref, problem_.dir);
   }
   const ConvProblem& problem() const { return problem_; }
@@ -56,7 +69,8 @@ class Verifier {
       Tensor output = conv_output(args, problem_.dir);
       output.fill(std::nan(""));  // an element the candidate forgets to write shows up
       run_conv({&solver, config, layout}, problem_, args);
-      const Tensor got = convert_layout_reference(conv_output(args, problem_.dir), Layout::NCHW);
+      const Tensor got =
+          convert_layout_reference(conv_output(args, problem_.dir).to(Device::cpu), Layout::NCHW);
       return relative_mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-4 : 1e-10);
     } catch (const Error& e) {
       return std::string("it threw: ") + e.what();
@@ -67,7 +81,8 @@ class Verifier {
   // The arguments in each layout, converted once: every config of every solver reuses them.
   ConvArgs& args_in(Layout layout) {
     auto it = in_layout_.find(layout);
-    if (it == in_layout_.end()) it = in_layout_.emplace(layout, conv_args_in_layout(args_, layout)).first;
+    if (it == in_layout_.end())
+      it = in_layout_.emplace(layout, args_on(conv_args_in_layout(args_, layout), problem_.device)).first;
     return it->second;
   }
 
@@ -123,7 +138,7 @@ class ConvSearch {
     // against whichever candidate comes first in a layout, and get it pruned as hopeless.
     const ConvArgs* args = &timing_args(layout);
     t.run = [this, &solver, args](const TuneConfig& c, std::size_t bytes) {
-      Storage storage(bytes, Device::cpu);
+      Storage storage(bytes, problem_.device);
       solver.run(problem_, c, *args, Workspace{bytes ? storage.data() : nullptr, bytes});
     };
     return t;
@@ -140,8 +155,12 @@ class ConvSearch {
   // Allocated once per layout and reused by every candidate in it.
   const ConvArgs& timing_args(Layout layout) {
     auto it = timing_args_.find(layout);
-    if (it == timing_args_.end())
-      it = timing_args_.emplace(layout, conv_args_in_layout(random_conv_args(problem_, rng_), layout)).first;
+    if (it == timing_args_.end()) {
+      ConvProblem on_cpu = problem_;
+      on_cpu.device = Device::cpu;
+      it = timing_args_.emplace(layout, args_on(conv_args_in_layout(random_conv_args(on_cpu, rng_), layout),
+                                                problem_.device)).first;
+    }
     return it->second;
   }
 
@@ -153,9 +172,9 @@ class ConvSearch {
   std::unique_ptr<Verifier> small_, full_;  // built on first use: the reference is not free
 };
 
-std::vector<const ConvSolver*> all_solvers(const TunerOptions& options) {
+std::vector<const ConvSolver*> all_solvers(const TunerOptions& options, Device device) {
   if (!options.solvers.empty()) return options.solvers;
-  const auto registry = cpu_conv_solvers();
+  const auto registry = conv_solvers(device);
   return {registry.begin(), registry.end()};
 }
 
@@ -197,7 +216,7 @@ ConvProblem verification_problem(const ConvProblem& problem) {
 // the forced ones give nothing correct; the reference last, when nothing else is correct.
 TuningEntry tune_conv(const ConvProblem& problem, const TunerOptions& options) {
   problem.validate();
-  const std::vector<const ConvSolver*> solvers = all_solvers(options);
+  const std::vector<const ConvSolver*> solvers = all_solvers(options, problem.device);
   check_forced_names(options, solvers);
   const auto non_direct = select(solvers, [](const ConvSolver& s) { return !is_direct(s); });
   ConvSearch search(problem, options);
@@ -231,7 +250,7 @@ TuningEntry retime_candidates(const ConvProblem& problem, const std::vector<Cand
                               const TunerOptions& options) {
   problem.validate();
   ConvSearch search(problem, options);
-  search.try_listed(shortlist, all_solvers(options));
+  search.try_listed(shortlist, all_solvers(options, problem.device));
   if (!search.search().has_correct()) {
     search.search().warn("conv tuner: none of the " + std::to_string(shortlist.size()) +
                 " candidates carried over for " + problem.key() + " runs here; tuning it fully");

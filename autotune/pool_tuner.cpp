@@ -37,9 +37,12 @@ PoolArgs random_pool_args(const PoolProblem& p, Rng& rng) {
   return args;
 }
 
-// The same arguments in `layout` (reference transform: the check must not trust the fast one).
-PoolArgs pool_args_in_layout(const PoolArgs& nchw, Layout layout) {
-  const auto in = [&](const Tensor& t) { return t.defined() ? convert_layout_reference(t, layout) : t; };
+// The same arguments in `layout` (reference transform: the check must not trust the fast one),
+// on `device`.
+PoolArgs pool_args_in_layout(const PoolArgs& nchw, Layout layout, Device device = Device::cpu) {
+  const auto in = [&](const Tensor& t) {
+    return t.defined() ? convert_layout_reference(t, layout).to(device) : t;
+  };
   return {in(nchw.src), in(nchw.dst), in(nchw.diff_src), in(nchw.diff_dst)};
 }
 
@@ -47,14 +50,17 @@ const Tensor& pool_output(const PoolArgs& args, Direction dir) {
   return dir == Direction::fwd ? args.dst : args.diff_src;
 }
 
-// Checks candidates against the direct solver's output, computed once.
+// Checks candidates against the CPU direct solver's output, computed once; a GPU candidate runs on
+// copies of the same arguments.
 class PoolVerifier {
  public:
   PoolVerifier(const PoolProblem& problem, std::uint64_t seed) : problem_(problem) {
     Rng rng(seed);
     args_ = random_pool_args(problem_, rng);
     PoolArgs ref = pool_args_in_layout(args_, Layout::NCHW);
-    run_pool({&direct_pool_solver(), {}}, problem_, ref);
+    PoolProblem on_cpu = problem_;
+    on_cpu.device = Device::cpu;
+    run_pool({&direct_pool_solver(), {}}, on_cpu, ref);
     reference_ = pool_output(ref, problem_.dir);
   }
 
@@ -64,7 +70,8 @@ class PoolVerifier {
       Tensor output = pool_output(args, problem_.dir);
       output.fill(std::nan(""));  // an element the candidate forgets to write shows up
       run_pool({&solver, config}, problem_, args);
-      const Tensor got = convert_layout_reference(pool_output(args, problem_.dir), Layout::NCHW);
+      const Tensor got =
+          convert_layout_reference(pool_output(args, problem_.dir).to(Device::cpu), Layout::NCHW);
       // Sums in another order round differently; a max is exact either way.
       return relative_mismatch(got, reference_, problem_.dt == DType::f32 ? 1e-5 : 1e-12);
     } catch (const Error& e) {
@@ -76,7 +83,8 @@ class PoolVerifier {
   // The arguments in each layout, converted once: every config of every solver reuses them.
   PoolArgs& args_in(Layout layout) {
     auto it = in_layout_.find(layout);
-    if (it == in_layout_.end()) it = in_layout_.emplace(layout, pool_args_in_layout(args_, layout)).first;
+    if (it == in_layout_.end())
+      it = in_layout_.emplace(layout, pool_args_in_layout(args_, layout, problem_.device)).first;
     return it->second;
   }
 
@@ -92,7 +100,7 @@ class PoolSearch {
       : problem_(problem), options_(options), search_(problem.key(), "pool", options), rng_(options.seed) {}
 
   void try_all() {
-    for (const PoolSolver* solver : cpu_pool_solvers()) {
+    for (const PoolSolver* solver : pool_solvers(problem_.device)) {
       if (!solver->applicable(problem_, nullptr)) continue;
       for (Layout layout : solver->layouts(problem_))
         if (contains_layout(options_.layouts, layout)) search_.try_trial(trial(*solver, layout));
@@ -101,7 +109,7 @@ class PoolSearch {
 
   void try_listed(const std::vector<CandidateResult>& listed) {
     for (const CandidateResult& c : listed) {
-      const PoolSolver* solver = find_pool_solver(c.solver);
+      const PoolSolver* solver = find_pool_solver(c.solver, problem_.device);
       if (solver == nullptr || !solver->applicable(problem_, nullptr) ||
           !contains_layout(solver->layouts(problem_), c.layout) || !contains_layout(options_.layouts, c.layout))
         continue;
@@ -136,7 +144,8 @@ class PoolSearch {
   const PoolArgs& timing_args(Layout layout) {
     auto it = timing_args_.find(layout);
     if (it == timing_args_.end())
-      it = timing_args_.emplace(layout, pool_args_in_layout(random_pool_args(problem_, rng_), layout)).first;
+      it = timing_args_.emplace(layout, pool_args_in_layout(random_pool_args(problem_, rng_), layout,
+                                                            problem_.device)).first;
     return it->second;
   }
 

@@ -26,6 +26,9 @@ SoftmaxArgs random_softmax_args(const SoftmaxProblem& p, Rng& rng) {
   uniform_fill(args.logits, -30, 30, rng);
   args.labels.resize(static_cast<std::size_t>(p.rows));
   for (auto& label : args.labels) label = static_cast<std::int32_t>(rng.next_u64() % static_cast<std::uint64_t>(p.classes));
+  // Drawn on the host (the same numbers for either device), then put where the problem runs.
+  args.logits = args.logits.to(p.device);
+  args.grad = args.grad.to(p.device);
   return args;
 }
 
@@ -60,13 +63,16 @@ class SoftmaxVerifier {
   SoftmaxVerifier(const SoftmaxProblem& problem, std::uint64_t seed) : problem_(problem) {
     Rng rng(seed);
     args_ = random_softmax_args(problem_, rng);
-    reference_ = reference_softmax(problem_, args_);
+    SoftmaxArgs on_cpu = args_;
+    on_cpu.logits = args_.logits.to(Device::cpu);
+    reference_ = reference_softmax(problem_, on_cpu);
   }
 
   std::string check(const SoftmaxSolver& solver) const {
     try {
-      Tensor grad = Tensor::full(problem_.logits_shape(), std::nan(""), problem_.dt);
+      Tensor grad = Tensor::full(problem_.logits_shape(), std::nan(""), problem_.dt).to(problem_.device);
       const double loss = solver.run(problem_, args_.logits, args_.labels, grad);
+      grad = grad.to(Device::cpu);
       const double tol = problem_.dt == DType::f32 ? 1e-5 : 1e-12;
       if (!(std::abs(loss - reference_.loss) <= tol * std::max(1.0, std::abs(reference_.loss))))
         return "loss " + std::to_string(loss) + ", want " + std::to_string(reference_.loss);
@@ -104,7 +110,7 @@ class SoftmaxSearch {
   }
 
   void try_solvers(const std::vector<std::string>& only = {}) {
-    for (const SoftmaxSolver* solver : cpu_softmax_solvers()) {
+    for (const SoftmaxSolver* solver : softmax_solvers(problem_.device)) {
       const bool listed = only.empty() || std::find(only.begin(), only.end(), solver->name()) != only.end();
       if (listed && solver->applicable(problem_, nullptr)) search_.try_trial(trial(*solver));
     }

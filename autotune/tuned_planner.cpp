@@ -37,7 +37,7 @@ PoolPlan& pool_slot(PoolLayerPlan& plan, Direction dir) {
 }
 
 std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout layout) {
-  for (const ConvSolver* solver : cpu_conv_solvers())
+  for (const ConvSolver* solver : conv_solvers(problem.device))
     if (contains_layout(solver->layouts(problem), layout) && solver->applicable(problem, nullptr))
       return ConvPlan{solver, solver->configs(problem).front(), layout};
   return std::nullopt;
@@ -106,10 +106,10 @@ void TunedPlanner::warn(const std::string& message) const {
 
 // ---- which cached candidates still run here ---------------------------------------------------
 
-const ConvSolver* TunedPlanner::solver_named(const std::string& name) const {
+const ConvSolver* TunedPlanner::solver_named(const std::string& name, Device device) const {
   for (const ConvSolver* s : options_.solvers)
     if (s->name() == name) return s;
-  return find_conv_solver(name);
+  return find_conv_solver(name, device);
 }
 
 TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) const {
@@ -117,13 +117,13 @@ TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) con
   subject.key = problem.key();
   subject.forcible = true;
   subject.runnable = [this, problem](const CandidateResult& c) {
-    const ConvSolver* solver = solver_named(c.solver);
+    const ConvSolver* solver = solver_named(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
            solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
            solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
   };
   subject.applies = [this, problem](const std::string& name) {
-    const ConvSolver* solver = solver_named(name);
+    const ConvSolver* solver = solver_named(name, problem.device);
     return solver != nullptr && solver->applicable(problem, nullptr);
   };
   subject.tune = [this, problem] { return tune_conv(problem, options_); };
@@ -137,12 +137,12 @@ TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) con
   Subject subject;
   subject.key = problem.key();
   subject.runnable = [this, problem](const CandidateResult& c) {
-    const PoolSolver* solver = find_pool_solver(c.solver);
+    const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
            solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout);
   };
   subject.applies = [problem](const std::string& name) {
-    const PoolSolver* solver = find_pool_solver(name);
+    const PoolSolver* solver = find_pool_solver(name, problem.device);
     return solver != nullptr && solver->applicable(problem, nullptr);
   };
   subject.tune = [this, problem] { return tune_pool(problem, options_); };
@@ -156,11 +156,11 @@ TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& proble
   Subject subject;
   subject.key = problem.key();
   subject.runnable = [problem](const CandidateResult& c) {
-    const SoftmaxSolver* solver = find_softmax_solver(c.solver);
+    const SoftmaxSolver* solver = find_softmax_solver(c.solver, problem.device);
     return solver != nullptr && solver->applicable(problem, nullptr);
   };
   subject.applies = [problem](const std::string& name) {
-    const SoftmaxSolver* solver = find_softmax_solver(name);
+    const SoftmaxSolver* solver = find_softmax_solver(name, problem.device);
     return solver != nullptr && solver->applicable(problem, nullptr);
   };
   subject.tune = [this, problem] { return tune_softmax(problem, options_); };
@@ -348,7 +348,7 @@ std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd
     }
     const CandidateResult* best = best_in_layout(entry, conv_subject(problem), layout);
     if (best == nullptr) return std::nullopt;
-    slot(plan, dir) = {solver_named(best->solver), best->config, layout};
+    slot(plan, dir) = {solver_named(best->solver, problem.device), best->config, layout};
   }
   return plan;
 }
@@ -468,7 +468,7 @@ std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem
     if (entry.key.empty()) continue;
     const CandidateResult* best = best_in_layout(entry, pool_subject(fwd_problem.with_dir(dir)), layout);
     if (best == nullptr) return std::nullopt;
-    pool_slot(plan, dir) = {find_pool_solver(best->solver), best->config};
+    pool_slot(plan, dir) = {find_pool_solver(best->solver, fwd_problem.device), best->config};
   }
   return plan;
 }
@@ -484,13 +484,13 @@ PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) 
 // Asked on every training step, so each problem's answer is kept.
 const SoftmaxSolver& TunedPlanner::plan(const SoftmaxProblem& problem) {
   std::lock_guard lock(mutex_);
-  const std::string key = problem.key();
+  const std::string key = problem.key() + " " + std::string(to_string(problem.device));
   if (auto it = softmax_plans_.find(key); it != softmax_plans_.end()) return *it->second;
   const Subject subject = softmax_subject(problem);
   const SoftmaxSolver* chosen = &FirstApplicableSoftmaxPlanner().plan(problem);
   if (const TuningEntry* entry = resolve(subject))
     if (const CandidateResult* best = best_in_layout(*entry, subject, Layout::NCHW))
-      chosen = find_softmax_solver(best->solver);
+      chosen = find_softmax_solver(best->solver, problem.device);
   return *(softmax_plans_[key] = chosen);
 }
 

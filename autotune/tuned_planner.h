@@ -144,7 +144,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   Subject softmax_subject(const SoftmaxProblem& problem) const;
 
   const TuningEntry* resolve(const Subject& subject);  // mutex held
-  const ConvSolver* solver_named(const std::string& name) const;
+  const ConvSolver* solver_named(const std::string& name, Device device) const;
   bool forced(const std::string& solver) const;
   bool eligible(const TuningEntry& entry, const CandidateResult& c, const Subject& subject) const;
   bool usable(const TuningEntry& entry, const Subject& subject) const;

@@ -90,9 +90,6 @@ std::filesystem::path tune_cache_path(const CommandLine& options) {
                                    : default_tuning_cache_path();
 }
 
-DeviceIdentity this_device() {
-  std::map<std::string, std::string> fields = cpu_fingerprint().fields();
-  return {device_id(fields), std::move(fields)};
-}
+DeviceIdentity this_device() { return device_identity(Device::cpu); }
 
 }  // namespace tunecnn

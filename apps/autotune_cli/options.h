@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/training/cli.h"
+#include "autotune/fingerprint.h"
 #include "core/error.h"
 
 namespace tunecnn {
@@ -51,11 +52,7 @@ void apply_threads(const CommandLine& options);
 // --tune-cache, else default_tuning_cache_path().
 std::filesystem::path tune_cache_path(const CommandLine& options);
 
-// This machine as the tuning cache names it, under the current thread count.
-struct DeviceIdentity {
-  std::string id;
-  std::map<std::string, std::string> fields;
-};
+// This machine's CPU as the tuning cache names it, under the current thread count.
 DeviceIdentity this_device();
 
 }  // namespace tunecnn

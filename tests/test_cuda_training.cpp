@@ -1,0 +1,167 @@
+// Training on the GPU: one SGD step of each model on the GPU equals the same step on the CPU, and
+// `train --device cuda` learns. These need a GPU and skip cleanly without one; the last test runs
+// where there is none and checks that asking for the GPU says why it cannot be had.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "apps/training/trainer.h"
+#include "core/cuda_runtime.h"
+#include "core/rng.h"
+#include "core/sgd.h"
+#include "core/tensor_math.h"
+#include "models/registry.h"
+#include "ops/softmax_cross_entropy.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+bool gpu_present() { return cuda_built() && cuda_device_count() > 0; }
+
+class CudaTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_built()) GTEST_SKIP() << "built without CUDA (-DTUNECNN_CUDA=OFF or no nvcc)";
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+struct StepCase {
+  std::string model;
+  Shape input;  // C, H, W
+  int classes, batch;
+};
+
+void PrintTo(const StepCase& c, std::ostream* os) { *os << c.model; }
+
+// One model, its SGD and its dropout stream, built from fixed seeds so two copies start equal.
+struct Trainee {
+  std::shared_ptr<Rng> dropout = std::make_shared<Rng>(11);
+  std::shared_ptr<Sequential> model;
+  std::unique_ptr<Sgd> sgd;
+
+  Trainee(const StepCase& c, Device device) {
+    Rng init(7);
+    model = build_model(c.model, {.input_shape = c.input, .num_classes = c.classes, .dropout_rng = dropout},
+                        init);
+    model->to(device);
+    sgd = std::make_unique<Sgd>(model->parameters(), SgdOptions{0.05, 0.9, 5e-4, false});
+  }
+
+  // Forward, loss, backward and the update; returns the loss.
+  double step(const Tensor& images, const std::vector<std::int32_t>& labels) {
+    const Device device = model->parameters().front().second.data().device();
+    Variable loss = softmax_cross_entropy(model->forward(Variable(images.to(device))), labels);
+    sgd->zero_grad();
+    loss.backward();
+    sgd->step();
+    return loss.data().to(Device::cpu).data<float>()[0];
+  }
+};
+
+class CudaTrainingStep : public CudaTraining, public ::testing::WithParamInterface<StepCase> {};
+
+// The GPU solvers sum in other orders than the CPU ones, so equality is up to f32 rounding,
+// scaled by each tensor's magnitude.
+TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
+  const StepCase& c = GetParam();
+  Trainee cpu(c, Device::cpu), gpu(c, Device::cuda);
+  Rng data(3);
+  Shape shape = c.input;
+  shape.insert(shape.begin(), c.batch);
+  Tensor images = Tensor::empty(shape);
+  for (std::int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = static_cast<float>(data.uniform(-1, 1));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch));
+  for (auto& label : labels) label = static_cast<std::int32_t>(data.next_u64() % static_cast<std::uint64_t>(c.classes));
+
+  for (int step = 0; step < 2; ++step) {  // the second step also checks the momentum buffers
+    const double want = cpu.step(images, labels), got = gpu.step(images, labels);
+    EXPECT_NEAR(got, want, 1e-4 * std::max(1.0, std::abs(want))) << c.model << " step " << step;
+  }
+  const auto cpu_params = cpu.model->parameters(), gpu_params = gpu.model->parameters();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
+  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+    const Tensor& want = cpu_params[i].second.data();
+    const Tensor got = gpu_params[i].second.data().to(Device::cpu);
+    const double scale = std::max(1e-3, max_abs_diff(want, Tensor::zeros_like(want)));
+    EXPECT_LE(max_abs_diff(got, want), 2e-4 * scale) << c.model << " " << cpu_params[i].first;
+  }
+  const auto cpu_buffers = cpu.model->buffers(), gpu_buffers = gpu.model->buffers();
+  for (std::size_t i = 0; i < cpu_buffers.size(); ++i)
+    EXPECT_LE(max_abs_diff(gpu_buffers[i].second.to(Device::cpu), cpu_buffers[i].second), 1e-4)
+        << c.model << " " << cpu_buffers[i].first;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaTrainingStep,
+                         ::testing::Values(StepCase{"lenet", {1, 28, 28}, 10, 8},
+                                           StepCase{"cifar", {3, 24, 24}, 10, 8},
+                                           StepCase{"mobilenet-0.25-128", {3, 128, 128}, 20, 4},
+                                           StepCase{"alexnet", {3, 227, 227}, 20, 2}),
+                         [](const auto& info) {
+                           std::string name = info.param.model;
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST_F(CudaTraining, ModuleToMovesParametersAndBuffersInPlace) {
+  Rng init(1);
+  auto model = build_model("mobilenet-0.25-128", {.input_shape = {3, 128, 128}, .num_classes = 10, .dropout_rng = nullptr},
+                           init);
+  const Tensor before = model->buffers().front().second.clone();
+  model->to(Device::cuda);
+  for (const auto& [name, param] : model->parameters()) EXPECT_EQ(param.data().device(), Device::cuda) << name;
+  for (const auto& [name, buffer] : model->buffers()) EXPECT_EQ(buffer.device(), Device::cuda) << name;
+  model->to(Device::cpu);
+  EXPECT_EQ(max_abs_diff(model->buffers().front().second, before), 0.0);
+}
+
+TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
+  const auto cache = std::filesystem::temp_directory_path() / ("tunecnn-cuda-train-" + std::to_string(::getpid()) + ".yaml");
+  TrainOptions o;
+  o.model = "lenet";
+  o.data = "mnist";
+  o.data_dir = testing::shared_data_dir() / "mnist";
+  o.epochs = 2;
+  o.batch_size = 64;
+  o.train_limit = 2048;
+  o.test_limit = 1000;
+  o.quiet = true;
+  o.device = Device::cuda;
+  o.tune = "cached";
+  o.tune_cache = cache;
+  std::ostringstream out;
+  const TrainResult r = train(o, out);
+  std::filesystem::remove(cache);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
+  EXPECT_GT(r.epochs[1].test_acc, 0.85);
+}
+
+// Runs on machines without a GPU (CI): the request fails before any data loads, and says why.
+TEST(CudaTrainingUnavailable, AskingForTheGpuSaysWhyItCannot) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present";
+  TrainOptions o;
+  o.data = "synthetic";
+  o.quiet = true;
+  o.device = Device::cuda;
+  std::ostringstream out;
+  try {
+    train(o, out);
+    FAIL() << "train --device cuda succeeded without a GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("--device cuda"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(cuda_built() ? "no CUDA device" : "no CUDA backend"), std::string::npos)
+        << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace tunecnn
