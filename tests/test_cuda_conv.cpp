@@ -1,0 +1,250 @@
+// The CUDA conv solvers: every one x every config x every direction x every shape (the edge
+// cases in f32 and f64, the scaled-down model layers in f32) against the CPU direct reference;
+// the GPU direct against the CPU direct bit for bit (f32) or to rounding (f64); conv2d with bias
+// on the GPU against the CPU; and the workspace contract. Those need a GPU and skip without one.
+// The registry checks at the end run everywhere: they never touch a GPU.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "core/allocator.h"
+#include "core/cuda_runtime.h"
+#include "core/variable.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/registry.h"
+#include "tests/support/conv_testing.h"
+
+namespace tunecnn {
+namespace {
+
+using namespace tunecnn::testing;
+
+// A GPU test's first line: skips, saying why, on machines without a usable GPU.
+#define SKIP_WITHOUT_GPU()                                                                       \
+  do {                                                                                           \
+    if (cuda_device_count() == 0)                                                                \
+      GTEST_SKIP() << (cuda_built() ? "no CUDA device is present"                                \
+                                    : "this build has no CUDA backend (-DTUNECNN_CUDA=ON)");      \
+  } while (0)
+
+struct CudaCase {
+  const ConvSolver* solver;
+  ConvShape shape;
+  Direction dir;
+  DType dt;
+  ConvProblem problem() const { return on_device(shape.with(dir, dt), Device::cuda); }
+};
+
+void PrintTo(const CudaCase& c, std::ostream* os) {
+  *os << c.solver->name() << " " << c.problem().key();
+}
+
+std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
+  const CudaCase& c = info.param;
+  return std::string(c.solver->name()) + "_" + std::string(to_string(c.dir)) + "_" + c.shape.name +
+         "_" + std::string(to_string(c.dt));
+}
+
+// applicable() never touches the GPU, so the cases are listed on any machine.
+void add_if_applicable(std::vector<CudaCase>& cases, const ConvSolver* solver,
+                       const ConvShape& shape, DType dt) {
+  for (Direction dir : kAllDirections) {
+    const CudaCase c{solver, shape, dir, dt};
+    if (solver->applicable(c.problem(), nullptr)) cases.push_back(c);
+  }
+}
+
+std::vector<CudaCase> all_cases() {
+  std::vector<CudaCase> cases;
+  for (const ConvSolver* solver : conv_solvers(Device::cuda)) {
+    for (const ConvShape& shape : edge_case_shapes()) {
+      add_if_applicable(cases, solver, shape, DType::f32);
+      add_if_applicable(cases, solver, shape, DType::f64);
+    }
+    for (const ConvShape& shape : model_layer_shapes())
+      add_if_applicable(cases, solver, shape, DType::f32);
+  }
+  return cases;
+}
+
+Tensor& output_of(ConvArgs& args, Direction dir) {
+  if (dir == Direction::fwd) return args.dst;
+  return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
+}
+
+// The CPU reference's output for the problem, in a tensor of its own: cpu_args keep their NaN
+// outputs for the GPU copy.
+Tensor cpu_reference(const ConvProblem& gpu_problem, const ConvArgs& cpu_args) {
+  const ConvProblem p = on_device(gpu_problem, Device::cpu);
+  ConvArgs args = cpu_args;
+  Tensor& out = output_of(args, p.dir);
+  out = out.clone();
+  run_conv({&direct_conv_solver(), {}}, p, args);
+  return out;
+}
+
+// Runs one config on the GPU args, after refilling the output with NaN so an element the config
+// forgets shows up even when an earlier config wrote it; returns the output on the CPU.
+Tensor run_on_gpu(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p,
+                  const ConvArgs& gpu_args) {
+  Tensor out = conv_output(gpu_args, p.dir);
+  out.fill(std::numeric_limits<double>::quiet_NaN());
+  run_conv({&solver, config}, p, gpu_args);
+  return out.to(Device::cpu);
+}
+
+std::string describe(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p) {
+  return std::string(solver.name()) + " [" + config.str() + "] " + std::string(to_string(p.dir)) +
+         " " + p.key() + " on cuda";
+}
+
+class CudaConvSolverTest : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaConvSolverTest, MatchesCpuReferenceInEveryConfig) {
+  SKIP_WITHOUT_GPU();
+  const CudaCase& c = GetParam();
+  const ConvProblem p = c.problem();
+  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 42);
+  const Tensor want = cpu_reference(p, cpu_args);
+  const ConvArgs gpu_args = conv_args_on(cpu_args, Device::cuda);
+  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
+  const std::vector<TuneConfig> configs = c.solver->configs(p);
+  ASSERT_FALSE(configs.empty()) << c.solver->name() << " has no config for " << p.key();
+  for (const TuneConfig& config : configs)
+    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, gpu_args), want, tol))
+        << describe(*c.solver, config, p);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvSolverTest, ::testing::ValuesIn(all_cases()),
+                         case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvSolverTest);
+
+// Same sums in the same order in double: f32 results are identical (a product of two floats is
+// exact in double, fused or not), f64 ones differ only where the compilers fuse differently.
+TEST(CudaDirect, MatchesCpuDirectBitForBitInF32) {
+  SKIP_WITHOUT_GPU();
+  const ConvSolver& gpu_direct = direct_conv_solver(Device::cuda);
+  for (const ConvShape& shape : edge_case_shapes())
+    for (Direction dir : kAllDirections)
+      for (DType dt : {DType::f32, DType::f64}) {
+        const ConvProblem p = on_device(shape.with(dir, dt), Device::cuda);
+        const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 7);
+        const Tensor want = cpu_reference(p, cpu_args);
+        const Tensor got = run_on_gpu(gpu_direct, {}, p, conv_args_on(cpu_args, Device::cuda));
+        EXPECT_TRUE(close_relative(got, want, dt == DType::f32 ? 0.0 : 1e-12))
+            << describe(gpu_direct, {}, p);
+      }
+}
+
+// conv2d forward and backward with bias on the GPU (default planner: cuDNN's choices) against
+// the same on the CPU.
+TEST(CudaConv2d, ForwardAndBackwardWithBiasMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const ConvGeometry geo{2, 1, 2};  // stride, padding, groups
+  const ConvProblem problem{Direction::fwd, 3, 4, 9, 7, 6, 3, 3, 2, 2, 1, 1, 2};
+  const ConvArgs cpu_args = make_conv_args(problem, 11);
+  const Tensor bias = Tensor::from_vector(std::vector<float>{0.5f, -1, 2, 0, 0.25f, -0.75f}, {6});
+  const Tensor dy = cpu_args.diff_dst;
+  FirstApplicablePlanner planner;
+  struct Grads {
+    Tensor y, dx, dw, db;
+  };
+  auto run_on = [&](Device device) {
+    Variable x(cpu_args.src.to(device), true), w(cpu_args.wei.to(device), true),
+        b(bias.to(device), true);
+    const ConvLayerPlan plan = planner.plan(conv_problem(x.data(), w.data(), geo));
+    Variable y = conv2d(x, w, b, geo, plan);
+    y.backward(dy.to(device));
+    return Grads{y.data().to(Device::cpu), x.grad().to(Device::cpu), w.grad().to(Device::cpu),
+                 b.grad().to(Device::cpu)};
+  };
+  const Grads cpu = run_on(Device::cpu), gpu = run_on(Device::cuda);
+  EXPECT_TRUE(close_relative(gpu.y, cpu.y, 1e-5)) << "y";
+  EXPECT_TRUE(close_relative(gpu.dx, cpu.dx, 1e-5)) << "dx";
+  EXPECT_TRUE(close_relative(gpu.dw, cpu.dw, 1e-5)) << "dw";
+  EXPECT_TRUE(close_relative(gpu.db, cpu.db, 1e-6)) << "db";
+}
+
+// The workspace contract, per config: run_conv allocates what workspace_bytes() promises, on the
+// GPU (libraries' own allocations bypass tunecnn's allocator and are not counted).
+std::vector<CudaCase> workspace_cases() {
+  std::vector<CudaCase> cases;
+  const auto& edges = edge_case_shapes();
+  const auto& layers = model_layer_shapes();
+  const std::vector<ConvShape> shapes = {edges[0],  edges[2],  edges[8], edges[17],
+                                         edges[18], layers[1], layers[8]};
+  for (const ConvSolver* solver : conv_solvers(Device::cuda))
+    for (const ConvShape& shape : shapes) add_if_applicable(cases, solver, shape, DType::f32);
+  return cases;
+}
+
+class CudaConvWorkspaceTest : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaConvWorkspaceTest, RunConvAllocatesWorkspaceBytesOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const CudaCase& c = GetParam();
+  const ConvProblem p = c.problem();
+  const ConvArgs args = conv_args_on(make_conv_args(on_device(p, Device::cpu), 3), Device::cuda);
+  Allocator& alloc = allocator_for(Device::cuda);
+  for (const TuneConfig& config : c.solver->configs(p)) {
+    const std::size_t bytes = c.solver->workspace_bytes(p, config);
+    alloc.reset_peak();
+    const std::size_t before = alloc.stats().current_bytes;
+    run_conv({c.solver, config}, p, args);
+    cuda_synchronize();
+    EXPECT_EQ(alloc.stats().peak_bytes - before, Allocator::block_size(bytes))
+        << describe(*c.solver, config, p);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvWorkspaceTest, ::testing::ValuesIn(workspace_cases()),
+                         case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvWorkspaceTest);
+
+// --- Everywhere: the registry, without touching a GPU. ---
+
+TEST(CudaConvRegistry, CudaListIsEmptyExactlyWithoutCuda) {
+  EXPECT_EQ(conv_solvers(Device::cuda).empty(), !cuda_built());
+  EXPECT_EQ(conv_solvers(Device::cpu).size(), cpu_conv_solvers().size());
+  EXPECT_EQ(find_conv_solver("cudnn", Device::cpu), nullptr);
+  if (!cuda_built()) {
+    EXPECT_THROW(direct_conv_solver(Device::cuda), Error);
+  }
+}
+
+TEST(CudaConvRegistry, ListsCudnnFirstAndDirectLast) {
+  if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  std::vector<std::string> names;
+  for (const ConvSolver* solver : conv_solvers(Device::cuda)) names.emplace_back(solver->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"cudnn", "im2col_gemm", "mec", "direct"}));
+  ASSERT_NE(find_conv_solver("cudnn", Device::cuda), nullptr);
+  EXPECT_EQ(&direct_conv_solver(Device::cuda), find_conv_solver("direct", Device::cuda));
+  EXPECT_NE(&direct_conv_solver(Device::cuda), &direct_conv_solver());
+  EXPECT_NE(find_conv_solver("mec", Device::cuda), find_conv_solver("mec"));
+}
+
+TEST(CudaConvRegistry, CudaSolversRejectCpuProblemsWithAReason) {
+  if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  const ConvProblem cpu_problem = edge_case_shapes()[0].problem;
+  for (const ConvSolver* solver : conv_solvers(Device::cuda))
+    for (Direction dir : kAllDirections) {
+      std::string why;
+      EXPECT_FALSE(solver->applicable(cpu_problem.with_dir(dir), &why)) << solver->name();
+      EXPECT_NE(why.find("CUDA"), std::string::npos) << solver->name() << ": " << why;
+      EXPECT_TRUE(solver->applicable(on_device(cpu_problem.with_dir(dir), Device::cuda), nullptr))
+          << solver->name();
+    }
+}
+
+// run_conv refuses a registered solver of the other device before it allocates or runs.
+TEST(CudaConvRegistry, RunConvRefusesASolverOfTheOtherDevice) {
+  if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  const ConvProblem p = edge_case_shapes()[0].problem;
+  const ConvArgs args = make_conv_args(p, 1);
+  EXPECT_THROW(run_conv({find_conv_solver("im2col_gemm", Device::cuda), {}}, p, args), Error);
+  const ConvProblem gpu = on_device(p, Device::cuda);
+  EXPECT_THROW(run_conv({find_conv_solver("im2col_gemm"), {}}, gpu, args), Error);
+}
+
+}  // namespace
+}  // namespace tunecnn
