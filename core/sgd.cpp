@@ -22,7 +22,9 @@ void update(T* p, const T* g, T* v, std::int64_t n, const SgdOptions& o, bool fi
   }
 }
 
-void update_on_cuda(Tensor& p, const Tensor& g, Tensor& v, const SgdOptions& o, bool first_step) {
+// Without CUDA the macro only refuses the GPU tensor, leaving the other arguments unused.
+void update_on_cuda(Tensor& p, [[maybe_unused]] const Tensor& g, [[maybe_unused]] Tensor& v,
+                    [[maybe_unused]] const SgdOptions& o, [[maybe_unused]] bool first_step) {
   TUNECNN_ON_CUDA(p, cuda::sgd_update(p, g, v, o, first_step));
 }
 
