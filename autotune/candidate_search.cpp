@@ -25,6 +25,11 @@ constexpr double kHopelessFactor = 1.25;
 constexpr double kLosingMargin = 0.05;
 // Calls longer than this need no separate warm-up.
 constexpr double kLongCallSeconds = 0.05;
+// A rival of the best so far is timed for at most this many of the best's calls.
+constexpr double kRivalBudget = 6;
+// A solver in a layout whose default config is this many times slower than the best so far does
+// not climb its configs: one tunable step does not close such a gap, and each step costs calls.
+constexpr double kClimbFactor = 2;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;
 
@@ -50,11 +55,6 @@ bool settled(const std::vector<double>& times, const TunerOptions& o) {
   return true;
 }
 
-CallTiming summarise(const std::vector<double>& times, double warmup_s) {
-  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size()), warmup_s * 1e3};
-}
-
 // A candidate that cannot win: its median will be at least its fastest call, and that is already
 // slower than the best median so far (`bound_s`) by more than the noise allows. One call decides
 // only when it is far slower; two when it is close, so one unlucky call does not drop a rival.
@@ -64,38 +64,67 @@ bool hopeless(const std::vector<double>& times, double bound_s) {
   return *std::min_element(times.begin(), times.end()) > (1 + kLosingMargin) * bound_s;
 }
 
-// Warm-up (a call over kLongCallSeconds is kept as the first timed call instead), then timed
-// calls until the median settles, the cap is spent or max_repeats is reached; at least one timed
-// call always runs.
-// A candidate that cannot win (hopeless(), against the best so far, `bound_s` seconds; 0: none
-// yet) is not timed further, as in MIOpen's and cuDNN's find: the repeats would only measure
-// precisely how much it loses.
-CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions& o,
-                           const std::function<double()>& clock, double bound_s) {
-  std::vector<double> times;
-  double spent = 0, warmup_s = 0;
+// The calls one candidate has had so far; a scouted candidate keeps its first timed call here
+// until the rest of its timing.
+struct CallSamples {
+  std::vector<double> times;  // the timed calls, seconds
+  double spent = 0;           // their sum
+  double warmup_s = 0;        // the untimed warm-up calls
+};
+
+void time_one(const std::function<void()>& call, const std::function<double()>& clock, CallSamples& s) {
+  const double start = clock();
+  call();
+  s.times.push_back(clock() - start);
+  s.spent += s.times.back();
+}
+
+// options.warmup untimed calls; a call over kLongCallSeconds is its own warm-up (first-touch
+// costs are noise at that scale), so it is kept as the first timed call and ends the warm-up.
+void warm_up(const std::function<void()>& call, const TunerOptions& o,
+             const std::function<double()>& clock, CallSamples& s) {
   for (int i = 0; i < o.warmup; ++i) {
     const double start = clock();
     call();
     const double took = clock() - start;
-    // A long call is its own warm-up: first-touch costs are noise at that scale, so it counts.
     if (took > kLongCallSeconds) {
-      times.push_back(took);
-      spent += took;
-      break;
+      s.times.push_back(took);
+      s.spent += took;
+      return;
     }
-    warmup_s += took;
+    s.warmup_s += took;
   }
-  if (!times.empty() && (hopeless(times, bound_s) || spent >= o.max_seconds))
-    return summarise(times, warmup_s);
-  do {
-    const double start = clock();
-    call();
-    times.push_back(clock() - start);
-    spent += times.back();
-  } while (static_cast<int>(times.size()) < o.max_repeats && spent < o.max_seconds &&
-           !settled(times, o) && !hopeless(times, bound_s));
-  return summarise(times, warmup_s);
+}
+
+// Timed calls stop when the median settles, the cap is spent or max_repeats is reached, and,
+// against the best median so far (`bound_s` seconds; 0: none yet), when the candidate cannot win
+// (hopeless(); as in MIOpen's and cuDNN's find, the repeats would only measure precisely how much
+// it loses) or when a rival has had kRivalBudget times the best's call: close enough to need
+// repeats, it has had them. One timed call at least.
+bool timing_done(const CallSamples& s, const TunerOptions& o, double bound_s) {
+  if (s.times.empty()) return false;
+  return static_cast<int>(s.times.size()) >= o.max_repeats || s.spent >= o.max_seconds ||
+         settled(s.times, o) || hopeless(s.times, bound_s) ||
+         (bound_s > 0 && s.spent >= kRivalBudget * bound_s);
+}
+
+void time_until_done(const std::function<void()>& call, const TunerOptions& o,
+                     const std::function<double()>& clock, double bound_s, CallSamples& s) {
+  while (!timing_done(s, o, bound_s)) time_one(call, clock, s);
+}
+
+CallTiming summarise(const CallSamples& s) {
+  const auto [lo, hi] = std::minmax_element(s.times.begin(), s.times.end());
+  return {median_of(s.times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(s.times.size()),
+          s.warmup_s * 1e3};
+}
+
+CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions& o,
+                           const std::function<double()>& clock, double bound_s) {
+  CallSamples s;
+  warm_up(call, o, clock, s);
+  time_until_done(call, o, clock, bound_s, s);
+  return summarise(s);
 }
 
 std::string describe(const SolverTrial& trial, const TuneConfig& config) {
@@ -201,18 +230,72 @@ CandidateSearch::CandidateSearch(std::string key, std::string what, const TunerO
                          : [](std::string_view m) { std::cerr << "warning: " << m << "\n"; }),
       started_s_(clock_()) {}
 
+// One candidate on its way through the search: checked, maybe scouted, then timed and recorded.
+struct CandidateSearch::Attempt {
+  const SolverTrial* trial = nullptr;
+  TuneConfig config;
+  std::size_t bytes = 0;
+  Rank rank;
+  std::string wrong;  // empty: it agrees with the reference
+  CallSamples samples;
+  CandidateCost cost;
+  double first_call_s() const { return samples.times.empty() ? 0 : samples.times.front(); }
+};
+
+// Trials in two passes. First each trial's default config is checked and given its warm-up and
+// one timed call (scouting); then the trials are finished fastest scout first, so the likely
+// winner is timed in full first and every rival after it meets a tight bound (hopeless() and
+// kRivalBudget), instead of a slow early candidate being timed in full for nothing. Results stay
+// in enumeration order whatever the timing order was, so ties break the same way on every run.
+void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
+  std::vector<std::vector<TuneConfig>> configs;
+  std::vector<Attempt> scouts;
+  std::vector<std::size_t> trial_of;  // scouts[i] belongs to trials[trial_of[i]]
+  for (const SolverTrial& trial : trials) {
+    configs.push_back({});
+    for (const TuneConfig& config : trial.configs)  // over budget: not recorded
+      if (workspace_of(trial, config) <= options_.max_workspace_bytes) configs.back().push_back(config);
+    const std::size_t number = next_trial_++;
+    if (configs.back().empty()) continue;
+    scouts.push_back(check(trial, configs.back().front(), {number, 0}));
+    trial_of.push_back(configs.size() - 1);
+    if (scouts.back().wrong.empty()) scout(scouts.back());
+  }
+  std::vector<std::size_t> order(scouts.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Correct ones by their scouting call (enumeration order among equals), then the wrong ones,
+  // whose other configs may still be right.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const bool a_ok = scouts[a].wrong.empty(), b_ok = scouts[b].wrong.empty();
+    if (a_ok != b_ok) return a_ok;
+    return a_ok && scouts[a].first_call_s() < scouts[b].first_call_s();
+  });
+  for (std::size_t i : order) {
+    const SolverTrial& trial = trials[trial_of[i]];
+    const std::vector<TuneConfig>& trial_configs = configs[trial_of[i]];
+    const std::size_t number = scouts[i].rank.first;
+    const std::size_t warmed = scouts[i].wrong.empty() ? scouts[i].bytes : 0;
+    const double default_ms = finish(scouts[i]);
+    if (trial.sweep || options_.config_search == TunerOptions::ConfigSearch::exhaustive) {
+      for (std::size_t c = 1; c < trial_configs.size(); ++c)
+        try_candidate(trial, trial_configs[c], {number, c}, warmed);
+    } else if (!std::isfinite(default_ms) || default_ms <= kClimbFactor * best_seconds() * 1e3) {
+      climb(trial, trial_configs, number, default_ms, warmed);  // a wrong default: others may be right
+    }
+  }
+}
+
 void CandidateSearch::try_trial(const SolverTrial& trial) {
-  std::vector<TuneConfig> configs;
-  for (const TuneConfig& config : trial.configs)  // over budget: not recorded
-    if (workspace_of(trial, config) <= options_.max_workspace_bytes) configs.push_back(config);
-  if (trial.sweep || options_.config_search == TunerOptions::ConfigSearch::exhaustive)
-    for (const TuneConfig& config : configs) try_candidate(trial, config);
-  else
-    climb(trial, configs);
+  try_trials({trial});
 }
 
 void CandidateSearch::try_configs(const SolverTrial& trial, const std::vector<TuneConfig>& configs) {
-  for (const TuneConfig& config : configs) try_candidate(trial, config);
+  const std::size_t number = next_trial_++;
+  std::size_t warmed = 0;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    const double ms = try_candidate(trial, configs[c], {number, c}, warmed);
+    if (std::isfinite(ms)) warmed = std::max(warmed, workspace_of(trial, configs[c]));
+  }
 }
 
 bool CandidateSearch::has_correct() const {
@@ -230,47 +313,76 @@ double CandidateSearch::best_seconds() const {
   return best_s;
 }
 
-void CandidateSearch::try_candidate(const SolverTrial& trial, const TuneConfig& config) {
-  const std::size_t bytes = workspace_of(trial, config);
-  if (bytes > options_.max_workspace_bytes) return;  // over budget: not recorded (see header)
-  CandidateResult result{trial.solver, config, trial.layout, 0, 0, 0, bytes, true};
-  CandidateCost cost{describe(trial, config), 0, 0, 0, 0};
-  const double verify_start = clock_();
-  const std::string wrong = trial.verify ? trial.verify(config) : "";
-  cost.verify_s = clock_() - verify_start;
-  if (!wrong.empty()) {
-    result.correct = false;
-    warn_(what_ + " tuner: " + describe(trial, config) + " disagrees with the reference on " + key_ +
-          " (" + wrong + "); disqualified");
-  } else {
-    const double timing_start = clock_();
-    const CallTiming t =
-        time_with_clock([&] { trial.run(config, bytes); }, options_, clock_, best_seconds());
-    cost.timing_s = clock_() - timing_start;
-    cost.calls = t.runs;
-    cost.warmup_s = t.warmup_ms / 1e3;
+CandidateSearch::Attempt CandidateSearch::check(const SolverTrial& trial, const TuneConfig& config,
+                                                Rank rank) {
+  Attempt a;
+  a.trial = &trial;
+  a.config = config;
+  a.bytes = workspace_of(trial, config);
+  a.rank = rank;
+  a.cost.candidate = describe(trial, config);
+  const double start = clock_();
+  a.wrong = trial.verify ? trial.verify(config) : "";
+  a.cost.verify_s = clock_() - start;
+  if (!a.wrong.empty())
+    warn_(what_ + " tuner: " + a.cost.candidate + " disagrees with the reference on " + key_ + " (" +
+          a.wrong + "); disqualified");
+  return a;
+}
+
+void CandidateSearch::scout(Attempt& a) {
+  const auto call = [&] { a.trial->run(a.config, a.bytes); };
+  warm_up(call, options_, clock_, a.samples);
+  if (a.samples.times.empty()) time_one(call, clock_, a.samples);
+}
+
+// Times a correct attempt to the end against the best so far and records it in rank order.
+// Returns its median in ms (infinity when it is wrong).
+double CandidateSearch::finish(Attempt& a) {
+  CandidateResult result{a.trial->solver, a.config, a.trial->layout, 0, 0, 0, a.bytes, a.wrong.empty()};
+  if (result.correct) {
+    time_until_done([&] { a.trial->run(a.config, a.bytes); }, options_, clock_, best_seconds(), a.samples);
+    const CallTiming t = summarise(a.samples);
     result.median_ms = t.median_ms;
     result.spread_ms = t.spread_ms;
     result.runs = t.runs;
+    a.cost.timing_s = a.samples.warmup_s + a.samples.spent;
+    a.cost.warmup_s = a.samples.warmup_s;
+    a.cost.calls = t.runs;
   }
-  results_.push_back(std::move(result));
-  costs_.push_back(std::move(cost));
+  const auto at = std::upper_bound(ranks_.begin(), ranks_.end(), a.rank);
+  const auto index = at - ranks_.begin();
+  ranks_.insert(at, a.rank);
+  results_.insert(results_.begin() + index, result);
+  costs_.insert(costs_.begin() + index, a.cost);
+  return result.correct ? result.median_ms : std::numeric_limits<double>::infinity();
 }
 
-// Hill-climbing from the default config: the walk stops at the first step that does not beat the
-// current config by more than the noise floor, so a solver costs a handful of timings, not one per
-// config.
-void CandidateSearch::climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs) {
-  if (configs.empty()) return;
-  std::map<std::size_t, double> timed;  // config index -> median ms (infinity: wrong)
+// A candidate of a trial whose other configs may have run already: no warm-up when one of them
+// has run with at least this workspace, so the code, the arguments and the allocator's memory
+// are warm (a bigger workspace gets one: its first call would pay for fresh pages).
+double CandidateSearch::try_candidate(const SolverTrial& trial, const TuneConfig& config, Rank rank,
+                                      std::size_t warmed_bytes) {
+  Attempt a = check(trial, config, rank);
+  if (a.wrong.empty() && (warmed_bytes == 0 || a.bytes > warmed_bytes))
+    warm_up([&] { trial.run(config, a.bytes); }, options_, clock_, a.samples);
+  return finish(a);
+}
+
+// Hill-climbing from the default config (already timed: `default_ms`): the walk stops at the
+// first step that does not beat the current config by more than the noise floor, so a solver
+// costs a handful of timings, not one per config.
+void CandidateSearch::climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs,
+                            std::size_t number, double default_ms, std::size_t warmed_bytes) {
+  std::map<std::size_t, double> timed{{0, default_ms}};  // config index -> median ms (infinity: wrong)
   const auto time_config = [&](std::size_t i) {
     if (auto it = timed.find(i); it != timed.end()) return it->second;
-    try_candidate(trial, configs[i]);
-    const CandidateResult& r = results_.back();
-    return timed[i] = r.correct ? r.median_ms : std::numeric_limits<double>::infinity();
+    const double ms = try_candidate(trial, configs[i], {number, i}, warmed_bytes);
+    if (std::isfinite(ms)) warmed_bytes = std::max(warmed_bytes, workspace_of(trial, configs[i]));
+    return timed[i] = ms;
   };
   std::size_t current = 0;
-  double current_ms = time_config(0);
+  double current_ms = default_ms;
   for (;;) {
     std::size_t best = current;
     double best_ms = current_ms;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autotune/records.h"
@@ -67,8 +68,9 @@ struct CallTiming {
 // The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
-// seconds), a first call over 1.25x the bound ends the timing, and so does a fastest call over
-// 1.05x of it after two. Uses options.clock when set.
+// seconds), a first call over 1.25x the bound ends the timing, so does a fastest call over
+// 1.05x of it after two, and so does having spent 6x the bound (a close rival's repeats).
+// Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
                       double bound_s = 0);
 
@@ -103,7 +105,11 @@ class CandidateSearch {
 
   // Every config (exhaustive, or a trial that asks for a sweep) or a hill-climb from the first,
   // per options.config_search; configs over the workspace budget are skipped and not recorded.
-  void try_trial(const SolverTrial& trial);
+  // The trials' default configs are scouted first (warm-up and one timed call each) and the
+  // trials finished fastest scout first, so the rest meet a tight bound; a trial whose default is
+  // over 2x the best so far does not climb. Results keep the enumeration order.
+  void try_trials(const std::vector<SolverTrial>& trials);
+  void try_trial(const SolverTrial& trial);  // one trial alone
   // Exactly these configs of the trial, in order (another device's shortlist under verify).
   void try_configs(const SolverTrial& trial, const std::vector<TuneConfig>& configs);
 
@@ -114,17 +120,26 @@ class CandidateSearch {
   TuningEntry entry() const;
 
  private:
-  void try_candidate(const SolverTrial& trial, const TuneConfig& config);
-  void climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs);
+  struct Attempt;
+  using Rank = std::pair<std::size_t, std::size_t>;  // (trial number, config index): result order
+  Attempt check(const SolverTrial& trial, const TuneConfig& config, Rank rank);
+  void scout(Attempt& attempt);
+  double finish(Attempt& attempt);
+  double try_candidate(const SolverTrial& trial, const TuneConfig& config, Rank rank,
+                       std::size_t warmed_bytes);
+  void climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs, std::size_t number,
+             double default_ms, std::size_t warmed_bytes);
   double best_seconds() const;
 
   std::string key_, what_;
   const TunerOptions& options_;
   std::function<double()> clock_;
   std::function<void(std::string_view)> warn_;
-  std::vector<CandidateResult> results_;
+  std::vector<CandidateResult> results_;  // sorted by ranks_
+  std::vector<Rank> ranks_;
+  std::vector<CandidateCost> costs_;      // parallel to results_
+  std::size_t next_trial_ = 0;
   double started_s_;
-  std::vector<CandidateCost> costs_;
 };
 
 // Where a decision came from: this host, now, this build.

@@ -101,12 +101,15 @@ class ConvSearch {
   ConvSearch(const ConvProblem& problem, const TunerOptions& options)
       : problem_(problem), options_(options), search_(problem.key(), "conv", options), rng_(options.seed) {}
 
+  // All of them in one search pass, so the likely winner among them is timed first.
   void try_solvers(const std::vector<const ConvSolver*>& solvers) {
+    std::vector<SolverTrial> trials;
     for (const ConvSolver* solver : solvers) {
       if (!solver->applicable(problem_, nullptr)) continue;
       for (Layout layout : solver->layouts(problem_))
-        if (contains_layout(options_.layouts, layout)) search_.try_trial(trial(*solver, layout));
+        if (contains_layout(options_.layouts, layout)) trials.push_back(trial(*solver, layout));
     }
+    search_.try_trials(trials);
   }
 
   // Candidates named by an earlier entry (another device's): those this build can still run.

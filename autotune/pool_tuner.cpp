@@ -99,12 +99,15 @@ class PoolSearch {
   PoolSearch(const PoolProblem& problem, const TunerOptions& options)
       : problem_(problem), options_(options), search_(problem.key(), "pool", options), rng_(options.seed) {}
 
+  // Every solver in every layout in one search pass, so the likely winner is timed first.
   void try_all() {
+    std::vector<SolverTrial> trials;
     for (const PoolSolver* solver : pool_solvers(problem_.device)) {
       if (!solver->applicable(problem_, nullptr)) continue;
       for (Layout layout : solver->layouts(problem_))
-        if (contains_layout(options_.layouts, layout)) search_.try_trial(trial(*solver, layout));
+        if (contains_layout(options_.layouts, layout)) trials.push_back(trial(*solver, layout));
     }
+    search_.try_trials(trials);
   }
 
   void try_listed(const std::vector<CandidateResult>& listed) {

@@ -110,10 +110,12 @@ class SoftmaxSearch {
   }
 
   void try_solvers(const std::vector<std::string>& only = {}) {
+    std::vector<SolverTrial> trials;
     for (const SoftmaxSolver* solver : softmax_solvers(problem_.device)) {
       const bool listed = only.empty() || std::find(only.begin(), only.end(), solver->name()) != only.end();
-      if (listed && solver->applicable(problem_, nullptr)) search_.try_trial(trial(*solver));
+      if (listed && solver->applicable(problem_, nullptr)) trials.push_back(trial(*solver));
     }
+    search_.try_trials(trials);
   }
 
   CandidateSearch& search() { return search_; }

@@ -397,5 +397,86 @@ TEST(ConvTuner, EverySearchReportsWhereItsTimeWent) {
   EXPECT_NEAR(r.total_s, parts_s, 1e-12);  // nothing else moves the fake clock
 }
 
+// Scouting: every solver's default gets its warm-up and one call first, then the fastest is
+// timed in full; a slow solver that comes first in the registry is not timed in full before it.
+// The entry still lists candidates in registry order.
+TEST(ConvTuner, TheLikelyWinnerIsTimedFirstAndLosersGetOneCall) {
+  Harness h;
+  FakeSolver slow("slow", h.clock, 3e-3), fast("fast", h.clock, 1e-3);
+  TunerOptions o = h.options();
+  o.solvers = {&slow, &fast};
+  const TuningEntry e = tune_conv(kSmall, o);
+  ASSERT_EQ(e.candidates.size(), 2u);
+  EXPECT_EQ(e.candidates[0].solver, "slow");
+  EXPECT_EQ(e.candidates[0].runs, 1);  // its scouting call, already hopeless against fast
+  EXPECT_GE(e.candidates[1].runs, o.min_repeats);
+  EXPECT_EQ(e.solver, "fast");
+}
+
+// Costs by call: the leader is steady; the rival alternates 6% over and 3% under the same time,
+// so its median never settles and its fastest call never loses by 5%. It is timed for about
+// kRivalBudget (6) of the leader's calls, not up to max_repeats.
+class AlternatingSolver final : public ConvSolver {
+ public:
+  AlternatingSolver(FakeClock& clock, double cost_s) : clock_(clock), cost_s_(cost_s) {}
+  std::string_view name() const override { return "alternating"; }
+  bool applicable(const ConvProblem& p, std::string* why) const override {
+    return find_conv_solver("im2col_gemm")->applicable(p, why);
+  }
+  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
+    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
+  }
+  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
+    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
+    clock_.now += cost_s_ * (calls_++ % 2 ? 0.97 : 1.06);  // its scouting call (the 3rd) is slow
+  }
+
+ private:
+  FakeClock& clock_;
+  double cost_s_;
+  mutable int calls_ = 0;
+};
+
+TEST(ConvTuner, ACloseRivalIsTimedForAFewOfTheLeadersCalls) {
+  Harness h;
+  FakeSolver leader("leader", h.clock, 1e-3);
+  AlternatingSolver rival(h.clock, 1e-3);
+  TunerOptions o = h.options();
+  o.solvers = {&leader, &rival};
+  const TuningEntry e = tune_conv(kSmall, o);
+  const CandidateResult* r = find(e, "alternating");
+  ASSERT_NE(r, nullptr);
+  EXPECT_GE(r->runs, o.min_repeats);
+  EXPECT_LE(r->runs, 7);
+  EXPECT_LT(r->runs, o.max_repeats);
+
+  // Alone (no bound) it is timed until max_repeats: the budget is relative to a best so far.
+  o.solvers = {&rival};
+  EXPECT_EQ(tune_conv(kSmall, o).candidates.at(0).runs, o.max_repeats);
+}
+
+// A solver whose default config is over twice the best so far does not climb its configs; within
+// twice it does, and its later configs (no more workspace than the default's) get no warm-up.
+TEST(ConvTuner, OnlyCompetitiveSolversClimbTheirConfigs) {
+  for (const double best_s : {0.5e-3, 1.5e-3}) {
+    Harness h;
+    DippingConfigSolver dipping(h.clock, false);  // default S=1 at 2 ms, S=2 at 3 ms
+    FakeSolver best("best", h.clock, best_s);
+    TunerOptions o = h.options();
+    o.solvers = {&dipping, &best};
+    std::vector<SearchCost> costs;
+    o.on_cost = [&](const SearchCost& c) { costs.push_back(c); };
+    const TuningEntry e = tune_conv(kSmall, o);
+    const bool climbs = best_s * 2 >= 2e-3;
+    ASSERT_EQ(e.candidates.size(), climbs ? 3u : 2u) << "best " << best_s;
+    EXPECT_EQ(e.candidates[0].config.get("S", 0), 1);
+    if (!climbs) continue;
+    EXPECT_EQ(e.candidates[1].config.get("S", 0), 2);
+    ASSERT_EQ(costs.size(), 1u);
+    EXPECT_GT(costs[0].candidates[0].warmup_s, 0);
+    EXPECT_EQ(costs[0].candidates[1].warmup_s, 0);
+  }
+}
+
 }  // namespace
 }  // namespace tunecnn
