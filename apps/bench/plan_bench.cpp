@@ -149,7 +149,8 @@ int bench_plans(int argc, const char* const* argv) {
   std::vector<Variant> variants{b.plan("tuned", tuner)};
   const double profile_s = now_s() - start;
   std::cout << "# " << tuner->summary() << "\n";
-  if (!breakdown_detail.empty()) breakdown.print(std::cout, breakdown_detail, profile_s);
+  if (!breakdown_detail.empty())
+    breakdown.print(std::cout, breakdown_detail, profile_s, tuner->stats().profile_seconds);
 
   // 2. A fully cached start: load the file and plan every layer.
   start = now_s();

@@ -17,9 +17,10 @@ class TuningBreakdown {
   // the searches run with those options.
   void attach(TunerOptions& options);
 
-  // `detail`: "keys" or "candidates". `pass_s`: the whole profiling pass as the caller timed it,
-  // so the time spent outside the searches (transform calibration, planning) is shown too.
-  void print(std::ostream& out, const std::string& detail, double pass_s) const;
+  // `detail`: "keys" or "candidates". `pass_s`: the whole profiling pass as the caller timed it;
+  // `tuner_s`: the planner's time inside the tuners (TunedPlannerStats::profile_seconds), so the
+  // time around the searches (transform calibration, cache writes, planning) is shown too.
+  void print(std::ostream& out, const std::string& detail, double pass_s, double tuner_s) const;
 
  private:
   std::vector<SearchCost> searches_;
