@@ -39,7 +39,9 @@ struct TunerOptions {
   // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
   // entry keeps what could run, and a bigger budget later is a different tuning question.
   std::size_t max_workspace_bytes = SIZE_MAX;
-  int warmup = 1, min_repeats = 3, max_repeats = 30;
+  // max_repeats bounds the leader of a search (rivals stop earlier, see time_calls): under load its
+  // median may never settle, and 10 calls bound its cost to 10 of its own calls.
+  int warmup = 1, min_repeats = 3, max_repeats = 10;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
   // The layouts the caller can run in (layers run in any; the layout planner picks).
