@@ -30,6 +30,10 @@ constexpr double kRivalBudget = 6;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
 constexpr double kClimbFactor = 2;
+// The two fastest of a pass are timed again in alternation when the second is within this factor
+// of the first, for this many calls each.
+constexpr double kPlayoffFactor = 1.5;
+constexpr int kPlayoffRounds = 3;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;
 
@@ -282,6 +286,43 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
     } else if (!std::isfinite(default_ms) || default_ms <= kClimbFactor * best_seconds() * 1e3) {
       climb(trial, trial_configs, number, default_ms, warmed);  // a wrong default: others may be right
     }
+  }
+  playoff(trials, next_trial_ - trials.size());
+}
+
+// Each candidate was timed on its own, in whatever load the machine had at that moment, so a
+// burst during the leader's calls can hand the win to a slower rival. When the runner-up of this
+// pass is within kPlayoffFactor of the fastest, both are called in alternation (a, b, a, b, ...),
+// so both see the same load, and those calls' medians replace both timings.
+void CandidateSearch::playoff(const std::vector<SolverTrial>& trials, std::size_t first_number) {
+  std::vector<std::size_t> timed;  // indices into results_, of this pass's timed candidates
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (ranks_[i].first >= first_number && results_[i].correct && results_[i].runs > 0) timed.push_back(i);
+  if (timed.size() < 2) return;
+  std::partial_sort(timed.begin(), timed.begin() + 2, timed.end(), [&](std::size_t a, std::size_t b) {
+    return results_[a].median_ms < results_[b].median_ms;
+  });
+  const std::size_t pair[2] = {timed[0], timed[1]};
+  if (results_[pair[1]].median_ms > kPlayoffFactor * results_[pair[0]].median_ms) return;
+  std::function<void()> calls[2];
+  for (int k = 0; k < 2; ++k) {
+    const CandidateResult& r = results_[pair[k]];
+    const auto trial = std::find_if(trials.begin(), trials.end(), [&](const SolverTrial& t) {
+      return t.solver == r.solver && t.layout == r.layout;
+    });
+    calls[k] = [trial, config = r.config, bytes = r.workspace_bytes] { trial->run(config, bytes); };
+  }
+  CallSamples samples[2];
+  for (int round = 0; round < kPlayoffRounds; ++round)
+    for (int k = 0; k < 2; ++k) time_one(calls[k], clock_, samples[k]);
+  for (int k = 0; k < 2; ++k) {
+    const CallTiming t = summarise(samples[k]);
+    CandidateResult& r = results_[pair[k]];
+    r.median_ms = t.median_ms;
+    r.spread_ms = t.spread_ms;
+    r.runs = t.runs;
+    costs_[pair[k]].timing_s += samples[k].spent;
+    costs_[pair[k]].calls += t.runs;
   }
 }
 

@@ -109,7 +109,9 @@ class CandidateSearch {
   // per options.config_search; configs over the workspace budget are skipped and not recorded.
   // The trials' default configs are scouted first (warm-up and one timed call each) and the
   // trials finished fastest scout first, so the rest meet a tight bound; a trial whose default is
-  // over 2x the best so far does not climb. Results keep the enumeration order.
+  // over 2x the best so far does not climb. Last, when the runner-up is within 1.5x of the
+  // fastest, the two are timed again in alternation and those timings stand. Results keep the
+  // enumeration order.
   void try_trials(const std::vector<SolverTrial>& trials);
   void try_trial(const SolverTrial& trial);  // one trial alone
   // Exactly these configs of the trial, in order (another device's shortlist under verify).
@@ -131,6 +133,7 @@ class CandidateSearch {
                        std::size_t warmed_bytes);
   void climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs, std::size_t number,
              double default_ms, std::size_t warmed_bytes);
+  void playoff(const std::vector<SolverTrial>& trials, std::size_t first_number);
   double best_seconds() const;
 
   std::string key_, what_;

@@ -478,5 +478,56 @@ TEST(ConvTuner, OnlyCompetitiveSolversClimbTheirConfigs) {
   }
 }
 
+// A burst of load on the machine: calls number [from, to) over every solver sharing it (checks
+// on the small problem included) take `factor` times longer.
+struct Burst {
+  int calls = 0, from = 0, to = 0;
+  double factor = 1;
+  double next() { return calls++ >= from && calls <= to ? factor : 1.0; }
+};
+
+class BurstySolver final : public ConvSolver {
+ public:
+  BurstySolver(std::string name, FakeClock& clock, Burst& burst, double cost_s)
+      : name_(std::move(name)), clock_(clock), burst_(burst), cost_s_(cost_s) {}
+  std::string_view name() const override { return name_; }
+  bool applicable(const ConvProblem& p, std::string* why) const override {
+    return find_conv_solver("im2col_gemm")->applicable(p, why);
+  }
+  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
+    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
+  }
+  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
+    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
+    clock_.now += cost_s_ * burst_.next();
+  }
+
+ private:
+  std::string name_;
+  FakeClock& clock_;
+  Burst& burst_;
+  double cost_s_;
+};
+
+// "a" (1 ms) scouts fastest and is timed in full first, but a burst (x1.4) covers those calls
+// (calls 6-9: b's check, warm-up and scouting call, then a's, come first), so a measures 1.4 ms
+// and b, timed after the burst, 1.2 ms. Within 1.5x of each other, the two are timed again in
+// alternation, and a wins as it should; both keep the alternating calls' timings.
+TEST(ConvTuner, CloseLeadersAreTimedAgainInAlternation) {
+  Harness h;
+  Burst burst{0, 6, 10, 1.4};
+  BurstySolver a("a", h.clock, burst, 1e-3), b("b", h.clock, burst, 1.2e-3);
+  TunerOptions o = h.options();
+  o.solvers = {&b, &a};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "a");
+  ASSERT_EQ(e.candidates.size(), 2u);
+  EXPECT_EQ(e.candidates[0].solver, "b");
+  EXPECT_DOUBLE_EQ(find(e, "a")->median_ms, 1.0);
+  EXPECT_DOUBLE_EQ(find(e, "b")->median_ms, 1.2);
+  EXPECT_EQ(find(e, "a")->runs, 3);
+  EXPECT_EQ(find(e, "b")->runs, 3);
+}
+
 }  // namespace
 }  // namespace tunecnn
