@@ -9,12 +9,17 @@
 
 namespace tunecnn {
 
+// A grid-stride loop's start and step: `for (e = first_index(); e < n; e += grid_stride())`.
+__device__ inline std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
 template <class Fn>
 __global__ void elementwise_kernel(std::int64_t n, Fn fn) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride)
-    fn(i);
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) fn(i);
 }
 
 template <class Fn>

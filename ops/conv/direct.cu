@@ -7,39 +7,15 @@
 // Constraints: NCHW on the GPU, f32/f64; any stride, padding and groups. Tunables: none.
 // Source: the definition of convolution (e.g. Goodfellow et al., ch. 9).
 #include "core/cuda_check.h"
+#include "core/cuda_elementwise.cuh"
 #include "ops/conv/args.h"
+#include "ops/conv/cuda_geometry.cuh"
 #include "ops/conv/direct.h"
 
 namespace tunecnn {
 namespace {
 
-// The problem's sizes, passed to kernels by value.
-struct Geometry {
-  int mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, icg, ocg, oh, ow;
-  explicit Geometry(const ConvProblem& p)
-      : mb(p.mb),
-        ic(p.ic),
-        ih(p.ih),
-        iw(p.iw),
-        oc(p.oc),
-        kh(p.kh),
-        kw(p.kw),
-        sh(p.sh),
-        sw(p.sw),
-        ph(p.ph),
-        pw(p.pw),
-        icg(p.ic / p.g),
-        ocg(p.oc / p.g),
-        oh(p.oh()),
-        ow(p.ow()) {}
-};
-
-__device__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-__device__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
+using Geometry = ConvKernelGeometry;
 
 // dst[n, o, y, x] for each thread's elements.
 template <class T>

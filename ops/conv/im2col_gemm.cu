@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/cuda_elementwise.cuh"
 #include "ops/conv/args.h"
+#include "ops/conv/cuda_geometry.cuh"
 #include "ops/conv/im2col_gemm.h"
 #include "ops/cuda_libraries.h"
 
@@ -29,24 +31,7 @@ int chunk_of(const ConvProblem& p, const TuneConfig& config) {
   return std::clamp(config.get("chunk", 1), 1, p.mb);
 }
 
-// The problem's sizes, passed to kernels by value.
-struct Geometry {
-  int ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, oh, ow;
-  explicit Geometry(const ConvProblem& p)
-      : ic(p.ic),
-        ih(p.ih),
-        iw(p.iw),
-        oc(p.oc),
-        kh(p.kh),
-        kw(p.kw),
-        sh(p.sh),
-        sw(p.sw),
-        ph(p.ph),
-        pw(p.pw),
-        oh(p.oh()),
-        ow(p.ow()) {}
-  __host__ __device__ std::int64_t ohw() const { return static_cast<std::int64_t>(oh) * ow; }
-};
+using Geometry = ConvKernelGeometry;
 
 // The lowered problem and its workspace: [columns][dO by group: bwd_weights only].
 struct Lowering {
@@ -83,13 +68,6 @@ struct Lowering {
 struct Chunk {
   int first, count;
 };
-
-__device__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-__device__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 // col[r][n][j] for r = (ci, ki, kj), image n < count of the chunk (src points at its first),
 // output position j; rows are chunk*ohw apart. Zero where the window hangs over the padding.
@@ -143,24 +121,6 @@ __global__ void gather_by_group_kernel(Geometry p, const T* diff_dst, int count,
     const std::int64_t j = e % ohw, n = e / ohw % count, co = e / (ohw * count);
     tmp[(co * chunk + n) * ohw + j] = diff_dst[(n * p.oc + co) * ohw + j];
   }
-}
-
-void gemm_strided_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                          const float* alpha, const float* a, int lda, long long stride_a,
-                          const float* b, int ldb, long long stride_b, const float* beta, float* c,
-                          int ldc, long long stride_c, int batch) {
-  TUNECNN_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas_handle(), ta, tb, m, n, k, alpha, a, lda,
-                                                 stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                                 batch));
-}
-
-void gemm_strided_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                          const double* alpha, const double* a, int lda, long long stride_a,
-                          const double* b, int ldb, long long stride_b, const double* beta,
-                          double* c, int ldc, long long stride_c, int batch) {
-  TUNECNN_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas_handle(), ta, tb, m, n, k, alpha, a, lda,
-                                                 stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                                 batch));
 }
 
 // A column-major operand of the (group, image) GEMMs: base, leading dimension and the offsets of

@@ -23,43 +23,21 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/cuda_elementwise.cuh"
 #include "ops/conv/args.h"
+#include "ops/conv/cuda_geometry.cuh"
 #include "ops/conv/mec.h"
 #include "ops/cuda_libraries.h"
 
 namespace tunecnn {
 namespace {
 
-// The problem's sizes, passed to kernels by value.
-struct Geometry {
-  int ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, oh, ow, ihp;
-  explicit Geometry(const ConvProblem& p)
-      : ic(p.ic),
-        ih(p.ih),
-        iw(p.iw),
-        oc(p.oc),
-        kh(p.kh),
-        kw(p.kw),
-        sh(p.sh),
-        sw(p.sw),
-        ph(p.ph),
-        pw(p.pw),
-        oh(p.oh()),
-        ow(p.ow()),
-        ihp(p.ih + 2 * p.ph) {}
-  __host__ __device__ std::int64_t row() const {  // one (n, w) row of L: ihp*kw*ic
-    return static_cast<std::int64_t>(ihp) * kw * ic;
-  }
-  __host__ __device__ std::int64_t kd() const {  // a partition's width: kh*kw*ic
-    return static_cast<std::int64_t>(kh) * kw * ic;
-  }
-  __host__ __device__ std::int64_t image_out() const {
-    return static_cast<std::int64_t>(oc) * oh * ow;
-  }
-  __host__ __device__ std::int64_t image_in() const {
-    return static_cast<std::int64_t>(ic) * ih * iw;
-  }
-};
+using Geometry = ConvKernelGeometry;
+
+// One (n, w) row of the lowered matrix L: the padded input column, ihp*kw*ic.
+__host__ __device__ std::int64_t lowered_row(const Geometry& p) {
+  return static_cast<std::int64_t>(p.ihp()) * p.kw * p.ic;
+}
 
 // The images [first, first + count) of one chunk.
 struct Chunk {
@@ -86,7 +64,7 @@ struct MecCudaPlan {
     out_bytes = a && p.dir != Direction::fwd ? align_workspace(chunk * geo.image_out() * elem) : 0;
     weights_bytes = p.dir != Direction::bwd_weights ? align_workspace(weights * elem) : 0;
     partial_bytes = p.dir == Direction::bwd_weights ? align_workspace(geo.oh * weights * elem) : 0;
-    lowered_bytes = align_workspace(chunk * p.ow() * geo.row() * elem);
+    lowered_bytes = align_workspace(chunk * p.ow() * lowered_row(geo) * elem);
   }
   std::size_t total_bytes() const {
     return out_bytes + weights_bytes + partial_bytes + lowered_bytes;
@@ -114,13 +92,6 @@ struct MecCudaPlan {
   Chunk chunk_at(int index) const { return {index * chunk, std::min(chunk, mb - index * chunk)}; }
 };
 
-__device__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-__device__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
 template <class Kernel, class... Args>
 void launch(std::int64_t n, Kernel kernel, Args... args) {
   if (n <= 0) return;
@@ -146,8 +117,8 @@ template <class T>
 __global__ void lower_kernel(std::int64_t total, Geometry p, const T* src, T* l) {
   for (std::int64_t e = first_index(); e < total; e += grid_stride()) {
     const int c = static_cast<int>(e % p.ic), kj = static_cast<int>(e / p.ic % p.kw);
-    const int hp = static_cast<int>(e / (static_cast<std::int64_t>(p.ic) * p.kw) % p.ihp);
-    const std::int64_t nw = e / p.row();
+    const int hp = static_cast<int>(e / (static_cast<std::int64_t>(p.ic) * p.kw) % p.ihp());
+    const std::int64_t nw = e / lowered_row(p);
     const int w = static_cast<int>(nw % p.ow);
     const std::int64_t n = nw / p.ow;
     const int y = hp - p.ph, x = w * p.sw - p.pw + kj;
@@ -169,7 +140,7 @@ __global__ void unlower_kernel(std::int64_t total, Geometry p, const T* dl, T* d
       const int t = x + p.pw - kj;
       if (t < 0 || t % p.sw != 0 || t / p.sw >= p.ow) continue;
       const std::int64_t w = t / p.sw;
-      acc += dl[(((n * p.ow + w) * p.ihp + y + p.ph) * p.kw + kj) * p.ic + c];
+      acc += dl[(((n * p.ow + w) * p.ihp() + y + p.ph) * p.kw + kj) * p.ic + c];
     }
     diff_src[e] = acc;
   }
@@ -208,24 +179,6 @@ __global__ void reduce_weight_grad_kernel(std::int64_t total, Geometry p, const 
   }
 }
 
-void gemm_strided_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                          const float* alpha, const float* a, int lda, long long stride_a,
-                          const float* b, int ldb, long long stride_b, const float* beta, float* c,
-                          int ldc, long long stride_c, int batch) {
-  TUNECNN_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas_handle(), ta, tb, m, n, k, alpha, a, lda,
-                                                 stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                                 batch));
-}
-
-void gemm_strided_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                          const double* alpha, const double* a, int lda, long long stride_a,
-                          const double* b, int ldb, long long stride_b, const double* beta,
-                          double* c, int ldc, long long stride_c, int batch) {
-  TUNECNN_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas_handle(), ta, tb, m, n, k, alpha, a, lda,
-                                                 stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                                 batch));
-}
-
 // A column-major operand of one batched call: the first matrix, its leading dimension and the
 // step to the next.
 template <class P>
@@ -257,7 +210,7 @@ void pack_weights(const MecCudaPlan& m, const ConvArgs& args, T* kt) {
 
 template <class T>
 void lower(const MecCudaPlan& m, const Chunk& c, const ConvArgs& args, T* l) {
-  launch(c.count * m.geo.ow * m.geo.row(), lower_kernel<T>, m.geo,
+  launch(c.count * m.geo.ow * lowered_row(m.geo), lower_kernel<T>, m.geo,
          input<T>(args.src) + c.first * m.geo.image_in(), l);
 }
 
@@ -275,7 +228,7 @@ const T* partitioned_diff_dst(const MecCudaPlan& m, const Chunk& c, const ConvAr
 template <class T>
 void forward(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
   const Geometry& p = m.geo;
-  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(p.row());
+  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(lowered_row(p));
   T* kt = m.weights<T>(ws);
   T* l = m.lowered<T>(ws);
   pack_weights(m, args, kt);
@@ -297,7 +250,7 @@ void forward(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
     }
     for (int j = 0; j < c.count; ++j)
       batched<T>(CUBLAS_OP_T, CUBLAS_OP_N, p.ow, p.oc, kd,
-                 {l + j * p.ow * p.row(), row, m.partition_step()}, weights, T(0),
+                 {l + j * p.ow * lowered_row(p), row, m.partition_step()}, weights, T(0),
                  {dst + j * p.image_out(), p.oh * p.ow, p.ow}, p.oh);
   }
 }
@@ -305,7 +258,7 @@ void forward(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
 template <class T>
 void backward_data(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
   const Geometry& p = m.geo;
-  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(p.row());
+  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(lowered_row(p));
   T* kt = m.weights<T>(ws);
   T* dl = m.lowered<T>(ws);
   pack_weights(m, args, kt);
@@ -315,7 +268,7 @@ void backward_data(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
     const Chunk c = m.chunk_at(i);
     const T* diff_dst = partitioned_diff_dst<T>(m, c, args, ws);
     // Every phase adds, and rows of dL no partition covers must read as zero in the gather.
-    TUNECNN_CUDA_CHECK(cudaMemsetAsync(dl, 0, c.count * p.ow * p.row() * sizeof(T), cuda_stream()));
+    TUNECNN_CUDA_CHECK(cudaMemsetAsync(dl, 0, c.count * p.ow * lowered_row(p) * sizeof(T), cuda_stream()));
     for (int phase = 0; phase < std::min(phases, p.oh); ++phase) {
       const int batch = (p.oh - phase + phases - 1) / phases;
       const long long l_step = phases * m.partition_step();
@@ -331,7 +284,7 @@ void backward_data(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
         batched<T>(CUBLAS_OP_N, CUBLAS_OP_T, kd, p.ow, p.oc, weights,
                    {diff_dst + j * p.image_out() + phase * p.ow, p.oh * p.ow,
                     static_cast<long long>(phases) * p.ow},
-                   T(1), {dl + j * p.ow * p.row() + phase * m.partition_step(), row, l_step},
+                   T(1), {dl + j * p.ow * lowered_row(p) + phase * m.partition_step(), row, l_step},
                    batch);
     }
     launch(c.count * p.image_in(), unlower_kernel<T>, p, static_cast<const T*>(dl),
@@ -342,7 +295,7 @@ void backward_data(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
 template <class T>
 void backward_weights(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) {
   const Geometry& p = m.geo;
-  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(p.row());
+  const int kd = static_cast<int>(p.kd()), row = static_cast<int>(lowered_row(p));
   T* l = m.lowered<T>(ws);
   const Strided<T*> partials{m.partials<T>(ws), kd, static_cast<long long>(kd) * p.oc};
   for (int i = 0; i < m.chunks; ++i) {
@@ -359,7 +312,7 @@ void backward_weights(const MecCudaPlan& m, const ConvArgs& args, Workspace ws) 
     }
     for (int j = 0; j < c.count; ++j)
       batched<T>(CUBLAS_OP_N, CUBLAS_OP_N, kd, p.oc, p.ow,
-                 {l + j * p.ow * p.row(), row, m.partition_step()},
+                 {l + j * p.ow * lowered_row(p), row, m.partition_step()},
                  {diff_dst + j * p.image_out(), p.oh * p.ow, p.ow}, i == 0 && j == 0 ? T(0) : T(1),
                  partials, p.oh);
   }
@@ -376,7 +329,7 @@ bool MecCudaSolver::applicable(const ConvProblem& p, std::string* why) const {
   if (p.g != 1)
     return reject(why, "mec needs groups == 1; grouped and depthwise convs go to other solvers");
   const Geometry geo(p);
-  if (geo.row() > INT_MAX || static_cast<std::int64_t>(p.mb) * p.ow() > INT_MAX ||
+  if (lowered_row(geo) > INT_MAX || static_cast<std::int64_t>(p.mb) * p.ow() > INT_MAX ||
       static_cast<std::int64_t>(p.oh()) * p.ow() > INT_MAX)
     return reject(why, "mec's lowered matrix is too large for 32-bit cuBLAS dimensions");
   return true;
