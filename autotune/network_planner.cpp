@@ -183,6 +183,7 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
   std::string softmax_solver;
   for (const SoftmaxProblem& problem : softmax_problems) softmax_solver = tuner_->plan(problem).name();
   tuner_->on_profile = nullptr;
+  tuner_->flush();  // the pass's entries, in one write
 
   // The chain DP over every layer; conv layers without entries (`off`) keep their thresholds
   // plan's layout as their only choice, at no cost, and pooling layers without entries may run

@@ -43,6 +43,11 @@ std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout l
   return std::nullopt;
 }
 
+// Profiled entries are written to the file at most this often during a pass, and at its end
+// (flush()): each write re-reads and rewrites the whole cache, which cost as much as profiling a
+// small layer when it was done after every key.
+constexpr double kSaveIntervalSeconds = 1.0;
+
 double steady_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
@@ -81,6 +86,7 @@ TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
       device_id_(std::move(device_id)),
       device_fields_(std::move(device_fields)) {
   TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
+  last_save_s_ = steady_seconds();
   LoadedTuningCache loaded = load_tuning_cache(cache_path_);
   for (const std::string& w : loaded.warnings) warn(w);
   cache_ = std::move(loaded.cache);
@@ -274,24 +280,38 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
 }
 
 void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
+  cache_.put(device_id_, device_fields_, entry);
   // A --force-solver run measures only the forced solvers: its entries would make later
   // unforced runs believe nothing else was tried, so they stay in memory.
-  if (!save_failed_ && (!forcible || options_.only_solvers.empty())) {
-    try {
-      LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
-        fresh.put(device_id_, device_fields_, entry);
-      });
-      for (const std::string& w : written.warnings) warn(w);
-      cache_ = std::move(written.cache);
-      return;
-    } catch (const std::exception& e) {
-      // A cache we cannot write must not stop training: keep the decisions in memory.
-      save_failed_ = true;
-      warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
-           "; tuned plans are kept for this run only");
-    }
+  if (save_failed_ || (forcible && !options_.only_solvers.empty())) return;
+  unsaved_.push_back(entry);
+  if (steady_seconds() - last_save_s_ >= kSaveIntervalSeconds) flush();
+}
+
+void TunedPlanner::flush() {
+  std::lock_guard lock(mutex_);
+  if (unsaved_.empty() || save_failed_) return;
+  try {
+    LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
+      for (const TuningEntry& entry : unsaved_) fresh.put(device_id_, device_fields_, entry);
+    });
+    for (const std::string& w : written.warnings) warn(w);
+    cache_ = std::move(written.cache);
+  } catch (const std::exception& e) {
+    // A cache we cannot write must not stop training: the decisions stay in cache_.
+    save_failed_ = true;
+    warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
+         "; tuned plans are kept for this run only");
   }
-  cache_.put(device_id_, device_fields_, entry);
+  unsaved_.clear();
+  last_save_s_ = steady_seconds();
+}
+
+TunedPlanner::~TunedPlanner() {
+  try {
+    flush();
+  } catch (...) {  // a destructor must not throw; flush() reports its own failures
+  }
 }
 
 int TunedPlanner::pending(const std::vector<ConvProblem>& conv_problems,
@@ -416,6 +436,7 @@ void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double
 
 ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   const std::optional<LayerEntries> entries = layer_entries(fwd_problem);
+  flush();  // a layer planned alone is a pass of its own
   if (!entries) return untimed_plan(fwd_problem);
   // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
   LayoutNode conv{fwd_problem.src_shape(), layout_costs(fwd_problem, *entries)};
@@ -475,6 +496,7 @@ std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem
 
 PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
   const std::optional<PoolEntries> entries = pool_entries(fwd_problem);
+  flush();  // a layer planned alone is a pass of its own
   if (entries)
     if (std::optional<PoolLayerPlan> planned = pool_plan_in_layout(fwd_problem, *entries, layout))
       return *planned;
@@ -491,6 +513,7 @@ const SoftmaxSolver& TunedPlanner::plan(const SoftmaxProblem& problem) {
   if (const TuningEntry* entry = resolve(subject))
     if (const CandidateResult* best = best_in_layout(*entry, subject, Layout::NCHW))
       chosen = find_softmax_solver(best->solver, problem.device);
+  flush();
   return *(softmax_plans_[key] = chosen);
 }
 

@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "autotune/conv_tuner.h"
 #include "autotune/layout_plan.h"
@@ -78,6 +79,14 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // runs rank 0's plan.
   TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options, std::string device_id,
                std::map<std::string, std::string> device_fields);
+  // Writes what is still unsaved (flush()); a failure here is only reported.
+  ~TunedPlanner() override;
+
+  // Writes the entries measured since the last write to the cache file, in one update under the
+  // lock. While a pass profiles, entries are written at most about once a second (each write
+  // re-reads and rewrites the whole file), so a pass ends with flush(): the plan() methods (a
+  // layer alone) and NetworkPlanner::plan call it, and so does the destructor.
+  void flush();
 
   // A layer planned on its own: its input arrives, and its output leaves, in NCHW.
   ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
@@ -167,6 +176,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   std::map<std::string, bool> missing_;          // `off` keys without a usable entry
   std::map<std::string, const SoftmaxSolver*> softmax_plans_;  // by key, once resolved
   TunedPlannerStats stats_;
+  std::vector<TuningEntry> unsaved_;  // in cache_ but not yet in the file
+  double last_save_s_ = 0;            // steady clock, at construction or the last write
   bool save_failed_ = false;
   mutable std::recursive_mutex mutex_;
 };
