@@ -20,16 +20,20 @@ namespace {
 // A noise floor for ties: timings within 2% of the best are indistinguishable on a busy CPU.
 constexpr double kTieFraction = 0.02;
 // A first timed call this many times slower than the best median so far ends a candidate's timing;
-// so do two calls whose faster one is still beyond kLosingMargin of it.
+// so do two calls whose faster one is still beyond kLosingMargin of it. A scout's call is cold (no
+// warm-up before it: fresh workspace pages, idle threads), so alone it ends the timing only when it
+// is kColdHopelessFactor slower.
 constexpr double kHopelessFactor = 1.25;
+constexpr double kColdHopelessFactor = 2;
 constexpr double kLosingMargin = 0.05;
 // Calls longer than this need no separate warm-up.
 constexpr double kLongCallSeconds = 0.05;
-// A rival of the best so far is timed for at most this many of the best's calls.
-constexpr double kRivalBudget = 6;
+// A rival of the best so far is timed for at most this many of the best's calls (close pairs are
+// settled by the playoff, in alternation, not by long solo runs).
+constexpr double kRivalBudget = 4;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
-constexpr double kClimbFactor = 2;
+constexpr double kClimbFactor = 1.3;
 // The two fastest of a pass are timed again in alternation when the second is within this factor
 // of the first, for this many calls each.
 constexpr double kPlayoffFactor = 1.5;
@@ -62,19 +66,20 @@ bool settled(const std::vector<double>& times, const TunerOptions& o) {
 // A candidate that cannot win: its median will be at least its fastest call, and that is already
 // slower than the best median so far (`bound_s`) by more than the noise allows. One call decides
 // only when it is far slower; two when it is close, so one unlucky call does not drop a rival.
-bool hopeless(const std::vector<double>& times, double bound_s) {
-  if (bound_s <= 0 || times.empty()) return false;
-  if (times.size() == 1) return times[0] > kHopelessFactor * bound_s;
-  return *std::min_element(times.begin(), times.end()) > (1 + kLosingMargin) * bound_s;
-}
-
 // The calls one candidate has had so far; a scouted candidate keeps its first timed call here
 // until the rest of its timing.
 struct CallSamples {
   std::vector<double> times;  // the timed calls, seconds
   double spent = 0;           // their sum
   double warmup_s = 0;        // the untimed warm-up calls
+  bool cold_first = false;    // times[0] had no warm-up before it (a scout's call)
 };
+
+bool hopeless(const CallSamples& s, double bound_s) {
+  if (bound_s <= 0 || s.times.empty()) return false;
+  if (s.times.size() == 1) return s.times[0] > (s.cold_first ? kColdHopelessFactor : kHopelessFactor) * bound_s;
+  return *std::min_element(s.times.begin(), s.times.end()) > (1 + kLosingMargin) * bound_s;
+}
 
 void time_one(const std::function<void()>& call, const std::function<double()>& clock, CallSamples& s) {
   const double start = clock();
@@ -108,7 +113,7 @@ void warm_up(const std::function<void()>& call, const TunerOptions& o,
 bool timing_done(const CallSamples& s, const TunerOptions& o, double bound_s) {
   if (s.times.empty()) return false;
   return static_cast<int>(s.times.size()) >= o.max_repeats || s.spent >= o.max_seconds ||
-         settled(s.times, o) || hopeless(s.times, bound_s) ||
+         settled(s.times, o) || hopeless(s, bound_s) ||
          (bound_s > 0 && s.spent >= kRivalBudget * bound_s);
 }
 
@@ -371,10 +376,12 @@ CandidateSearch::Attempt CandidateSearch::check(const SolverTrial& trial, const 
   return a;
 }
 
+// One call, timed without a warm-up: a separate warm-up cost as much as the call itself for every
+// candidate, and most candidates need no second call. The cold call is kept as the first sample
+// (a median over three or more calls shrugs it off), and hopeless() allows for it.
 void CandidateSearch::scout(Attempt& a) {
-  const auto call = [&] { a.trial->run(a.config, a.bytes); };
-  warm_up(call, options_, clock_, a.samples);
-  if (a.samples.times.empty()) time_one(call, clock_, a.samples);
+  time_one([&] { a.trial->run(a.config, a.bytes); }, clock_, a.samples);
+  a.samples.cold_first = true;
 }
 
 // Times a correct attempt to the end against the best so far and records it in rank order.

@@ -40,8 +40,9 @@ struct TunerOptions {
   // entry keeps what could run, and a bigger budget later is a different tuning question.
   std::size_t max_workspace_bytes = SIZE_MAX;
   // max_repeats bounds the leader of a search (rivals stop earlier, see time_calls): under load its
-  // median may never settle, and 10 calls bound its cost to 10 of its own calls.
-  int warmup = 1, min_repeats = 3, max_repeats = 10;
+  // median may never settle, and 6 calls bound its cost to 6 of its own calls; the playoff
+  // (CandidateSearch::try_trials) then re-times it against a close runner-up in alternation.
+  int warmup = 1, min_repeats = 3, max_repeats = 6;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
   // The layouts the caller can run in (layers run in any; the layout planner picks).
@@ -71,7 +72,7 @@ struct CallTiming {
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
 // seconds), a first call over 1.25x the bound ends the timing, so does a fastest call over
-// 1.05x of it after two, and so does having spent 6x the bound (a close rival's repeats).
+// 1.05x of it after two, and so does having spent 4x the bound (a close rival's repeats).
 // Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
                       double bound_s = 0);
@@ -107,9 +108,9 @@ class CandidateSearch {
 
   // Every config (exhaustive, or a trial that asks for a sweep) or a hill-climb from the first,
   // per options.config_search; configs over the workspace budget are skipped and not recorded.
-  // The trials' default configs are scouted first (warm-up and one timed call each) and the
+  // The trials' default configs are scouted first (one cold timed call each) and the
   // trials finished fastest scout first, so the rest meet a tight bound; a trial whose default is
-  // over 2x the best so far does not climb. Last, when the runner-up is within 1.5x of the
+  // over 1.3x the best so far does not climb. Last, when the runner-up is within 1.5x of the
   // fastest, the two are timed again in alternation and those timings stand. Results keep the
   // enumeration order.
   void try_trials(const std::vector<SolverTrial>& trials);

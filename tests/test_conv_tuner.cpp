@@ -101,7 +101,7 @@ TEST(ConvTuner, FakeClockFastestSolverIsChosen) {
   ASSERT_EQ(e.candidates.size(), 3u);
   EXPECT_DOUBLE_EQ(find(e, "fast")->median_ms, 1.0);
   EXPECT_DOUBLE_EQ(find(e, "slow")->median_ms, 3.0);
-  EXPECT_EQ(find(e, "fast")->spread_ms, 0);
+  EXPECT_NEAR(find(e, "fast")->spread_ms, 0, 1e-12);
   EXPECT_GE(find(e, "fast")->runs, o.min_repeats);
   EXPECT_TRUE(h.warnings.empty());
   EXPECT_FALSE(e.provenance.host.empty());
@@ -278,7 +278,7 @@ TEST(ConvTuner, VerificationProblemKeepsTheGeometry) {
   const ConvProblem big{Direction::bwd_weights, 64, 64, 112, 96, 64, 3, 3, 2, 2, 1, 1, 1};
   const ConvProblem small = verification_problem(big);
   EXPECT_EQ(small.mb, 2);
-  EXPECT_LE(small.oh(), 8);  // wide channels keep it above the usual 3M multiply-adds
+  EXPECT_LE(small.oh(), 8);  // wide channels keep it above the usual 1M multiply-adds
   EXPECT_LE(small.ow(), 8);
   EXPECT_GE(small.oh(), 4);
   EXPECT_EQ(small.dir, big.dir);
@@ -364,7 +364,8 @@ TEST(ConvTuner, SolversAskingForASweepGetEveryConfigTimed) {
 
 // bench plans --breakdown: one report per search, a cost per candidate in the entry's order, in
 // the search's clock (here the fake one, which moves only when a fake solver runs: in its check
-// on the small problem, its warm-up and its timed calls); a disqualified candidate is not timed.
+// on the small problem and its timed calls; a scout's first call is timed cold, with no warm-up);
+// a disqualified candidate is not timed.
 TEST(ConvTuner, EverySearchReportsWhereItsTimeWent) {
   Harness h;
   ZeroSolver zeros;
@@ -387,8 +388,8 @@ TEST(ConvTuner, EverySearchReportsWhereItsTimeWent) {
     EXPECT_EQ(c.calls, result.runs) << c.candidate;
     const double call_s = result.solver == "slow" ? 3e-3 : result.solver == "fast" ? 1e-3 : 0;
     EXPECT_NEAR(c.verify_s, call_s, 1e-12) << c.candidate;
-    EXPECT_NEAR(c.warmup_s, call_s * o.warmup, 1e-12) << c.candidate;
-    EXPECT_NEAR(c.timing_s, call_s * (o.warmup + result.runs), 1e-12) << c.candidate;
+    EXPECT_EQ(c.warmup_s, 0) << c.candidate;
+    EXPECT_NEAR(c.timing_s, call_s * result.runs, 1e-12) << c.candidate;
     parts_s += c.verify_s + c.timing_s;
   }
   ASSERT_EQ(e.candidates[1].solver, "zeros");
@@ -397,7 +398,7 @@ TEST(ConvTuner, EverySearchReportsWhereItsTimeWent) {
   EXPECT_NEAR(r.total_s, parts_s, 1e-12);  // nothing else moves the fake clock
 }
 
-// Scouting: every solver's default gets its warm-up and one call first, then the fastest is
+// Scouting: every solver's default gets one (cold) call first, then the fastest is
 // timed in full; a slow solver that comes first in the registry is not timed in full before it.
 // The entry still lists candidates in registry order.
 TEST(ConvTuner, TheLikelyWinnerIsTimedFirstAndLosersGetOneCall) {
@@ -415,7 +416,7 @@ TEST(ConvTuner, TheLikelyWinnerIsTimedFirstAndLosersGetOneCall) {
 
 // Costs by call: the leader is steady; the rival alternates 6% over and 3% under the same time,
 // so its median never settles and its fastest call never loses by 5%. It is timed for about
-// kRivalBudget (6) of the leader's calls, not up to max_repeats.
+// kRivalBudget (4) of the leader's calls, not up to max_repeats.
 class AlternatingSolver final : public ConvSolver {
  public:
   AlternatingSolver(FakeClock& clock, double cost_s) : clock_(clock), cost_s_(cost_s) {}
@@ -455,10 +456,10 @@ TEST(ConvTuner, ACloseRivalIsTimedForAFewOfTheLeadersCalls) {
   EXPECT_EQ(tune_conv(kSmall, o).candidates.at(0).runs, o.max_repeats);
 }
 
-// A solver whose default config is over twice the best so far does not climb its configs; within
-// twice it does, and its later configs (no more workspace than the default's) get no warm-up.
+// A solver whose default config is over 1.3x the best so far does not climb its configs; within
+// that it does, and its later configs (no more workspace than the default's) get no warm-up.
 TEST(ConvTuner, OnlyCompetitiveSolversClimbTheirConfigs) {
-  for (const double best_s : {0.5e-3, 1.5e-3}) {
+  for (const double best_s : {1.4e-3, 1.6e-3}) {
     Harness h;
     DippingConfigSolver dipping(h.clock, false);  // default S=1 at 2 ms, S=2 at 3 ms
     FakeSolver best("best", h.clock, best_s);
@@ -467,13 +468,13 @@ TEST(ConvTuner, OnlyCompetitiveSolversClimbTheirConfigs) {
     std::vector<SearchCost> costs;
     o.on_cost = [&](const SearchCost& c) { costs.push_back(c); };
     const TuningEntry e = tune_conv(kSmall, o);
-    const bool climbs = best_s * 2 >= 2e-3;
+    const bool climbs = best_s * 1.3 >= 2e-3;
     ASSERT_EQ(e.candidates.size(), climbs ? 3u : 2u) << "best " << best_s;
     EXPECT_EQ(e.candidates[0].config.get("S", 0), 1);
     if (!climbs) continue;
     EXPECT_EQ(e.candidates[1].config.get("S", 0), 2);
     ASSERT_EQ(costs.size(), 1u);
-    EXPECT_GT(costs[0].candidates[0].warmup_s, 0);
+    EXPECT_EQ(costs[0].candidates[0].warmup_s, 0);  // scouted: one cold timed call
     EXPECT_EQ(costs[0].candidates[1].warmup_s, 0);
   }
 }
@@ -510,12 +511,12 @@ class BurstySolver final : public ConvSolver {
 };
 
 // "a" (1 ms) scouts fastest and is timed in full first, but a burst (x1.4) covers those calls
-// (calls 6-9: b's check, warm-up and scouting call, then a's, come first), so a measures 1.4 ms
-// and b, timed after the burst, 1.2 ms. Within 1.5x of each other, the two are timed again in
+// (calls 4-7, counted from 0: b's check and scouting call, then a's, come first), so a measures
+// 1.4 ms and b, timed after the burst, 1.2 ms. Within 1.5x of each other, the two are timed again in
 // alternation, and a wins as it should; both keep the alternating calls' timings.
 TEST(ConvTuner, CloseLeadersAreTimedAgainInAlternation) {
   Harness h;
-  Burst burst{0, 6, 10, 1.4};
+  Burst burst{0, 4, 8, 1.4};
   BurstySolver a("a", h.clock, burst, 1e-3), b("b", h.clock, burst, 1.2e-3);
   TunerOptions o = h.options();
   o.solvers = {&b, &a};
