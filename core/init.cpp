@@ -4,6 +4,12 @@
 
 namespace tunecnn {
 namespace {
+// SplitMix64's finaliser: consecutive inputs give unrelated, evenly spread outputs.
+std::uint64_t mix(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 template <class Draw> void fill_with(Tensor& tensor, Draw draw) {
   dispatch_dtype(tensor.dtype(), [&]<class T>() {
     T* p = tensor.data<T>();
@@ -32,6 +38,16 @@ void xavier_uniform(Tensor& weight, std::int64_t fan_in, std::int64_t fan_out, R
 
 void uniform_fill(Tensor& tensor, double low, double high, Rng& rng) {
   fill_with(tensor, [&] { return rng.uniform(low, high); });
+}
+
+void hash_fill(Tensor& tensor, double low, double high, std::uint64_t seed) {
+  const std::uint64_t base = mix(seed);
+  const double scale = (high - low) / 9007199254740992.0;  // 2^53: the top 53 bits as a fraction
+  dispatch_dtype(tensor.dtype(), [&]<class T>() {
+    T* p = tensor.data<T>();
+    for (std::int64_t i = 0; i < tensor.numel(); ++i)
+      p[i] = static_cast<T>(low + static_cast<double>(mix(base + static_cast<std::uint64_t>(i)) >> 11) * scale);
+  });
 }
 
 }  // namespace tunecnn
