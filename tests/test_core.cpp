@@ -2,6 +2,7 @@
 
 #include "core/allocator.h"
 #include "core/cuda_runtime.h"
+#include "core/init.h"
 #include "core/module.h"
 #include "core/tensor.h"
 #include "core/tensor_math.h"
@@ -43,6 +44,34 @@ TEST(Tensor, CudaWithoutGpuSaysSo) {
     FAIL() << "allocating on CUDA without a GPU must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+}
+
+// The tuner's timing arguments: ordinary numbers in the range, spread evenly, the same for a
+// seed and different across seeds, in either dtype.
+TEST(HashFill, FillsTheRangeEvenlyAndDependsOnlyOnTheSeed) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor a = Tensor::empty({4096}, dt), b = Tensor::empty({4096}, dt), c = Tensor::empty({4096}, dt);
+    hash_fill(a, -1, 1, 7);
+    hash_fill(b, -1, 1, 7);
+    hash_fill(c, -1, 1, 8);
+    const auto value = [dt](const Tensor& t, int i) {
+      return dt == DType::f32 ? double(t.data<float>()[i]) : t.data<double>()[i];
+    };
+    double sum = 0;
+    int below_half = 0, same_as_other_seed = 0;
+    for (int i = 0; i < 4096; ++i) {
+      const double x = value(a, i);
+      EXPECT_GE(x, -1);
+      EXPECT_LT(x, 1);
+      sum += x;
+      below_half += x < -0.5;
+      same_as_other_seed += x == value(c, i);
+    }
+    EXPECT_NEAR(sum / 4096, 0, 0.05);
+    EXPECT_NEAR(below_half, 1024, 120);  // a quarter of the range holds about a quarter
+    EXPECT_LT(same_as_other_seed, 5);
+    EXPECT_EQ(max_abs_diff(a, b), 0);
   }
 }
 
