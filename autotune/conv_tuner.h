@@ -23,8 +23,9 @@ ConvPlan plan_from_entry(const TuningEntry& entry);
 TuningEntry retime_candidates(const ConvProblem& problem, const std::vector<CandidateResult>& shortlist,
                               const TunerOptions& options);
 
-// The same geometry at batch 2 with the spatial size reduced until the reference is cheap;
-// kernel, stride, padding and channels kept. The tuner checks candidates on it.
+// The same geometry at batch 2 with the spatial size reduced until the reference is cheap, and
+// then, when still over about 1M multiply-adds and ungrouped, the channels (to one block of 48
+// plus the same remainder); kernel, stride and padding kept. The tuner checks candidates on it.
 ConvProblem verification_problem(const ConvProblem& problem);
 
 }  // namespace tunecnn

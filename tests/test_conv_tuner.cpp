@@ -282,12 +282,23 @@ TEST(ConvTuner, VerificationProblemKeepsTheGeometry) {
   EXPECT_LE(small.ow(), 8);
   EXPECT_GE(small.oh(), 4);
   EXPECT_EQ(small.dir, big.dir);
-  EXPECT_EQ(small.ic, big.ic);
+  EXPECT_EQ(small.ic, big.ic);  // 64 channels: under two blocks of 48, kept
   EXPECT_EQ(small.oc, big.oc);
   EXPECT_EQ(small.kh, big.kh);
   EXPECT_EQ(small.sh, big.sh);
   EXPECT_EQ(small.pw, big.pw);
   EXPECT_EQ(verification_problem(kSmall).ih, kSmall.ih);
+
+  // AlexNet's conv4: 384 -> 384 channels stays near 100M multiply-adds after the spatial cut;
+  // the channels go to one block of 48 plus the remainder (0 here), 64x fewer.
+  const ConvProblem wide{Direction::fwd, 64, 384, 13, 13, 384, 3, 3, 1, 1, 1, 1, 1};
+  const ConvProblem cut = verification_problem(wide);
+  EXPECT_EQ(cut.ic, 48);
+  EXPECT_EQ(cut.oc, 48);
+  EXPECT_EQ(verification_problem({Direction::fwd, 2, 100, 8, 8, 200, 3, 3, 1, 1, 1, 1, 1}).oc, 48 + 200 % 48);
+  // Grouped: a config such as the diagonal solver's group size depends on the channels.
+  const ConvProblem depthwise{Direction::fwd, 64, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 512};
+  EXPECT_EQ(verification_problem(depthwise).ic, 512);
 }
 
 TEST(ConvTuner, ChosenPlanRunsAndMatchesTheReference) {
