@@ -84,13 +84,18 @@ Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape, Dev
   return out;
 }
 
-std::array<double, kLayoutCount> accepted_layouts(const ChainLayer& layer) {
+// A pooling layer takes the layouts of its device's solvers (it has no parameters to say where
+// it runs); every other module says itself.
+std::array<double, kLayoutCount> accepted_layouts(const ChainLayer& layer, Device device) {
   std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
   if (layer.input.size() != 4) {
     costs[static_cast<int>(Layout::NCHW)] = 0;  // only 4-D tensors have other layouts
     return costs;
   }
-  for (Layout layout : layer.module->input_layouts(layer.input)) costs[static_cast<int>(layout)] = 0;
+  const std::vector<Layout> layouts = layer.pool != nullptr
+                                          ? layer.pool->input_layouts(layer.input, device)
+                                          : layer.module->input_layouts(layer.input);
+  for (Layout layout : layouts) costs[static_cast<int>(layout)] = 0;
   return costs;
 }
 
@@ -195,7 +200,7 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     if (pool_entries[i]) {
       nodes[i].cost_ms = tuner_->pool_layout_costs(chain[i].pool_problem, *pool_entries[i]);
     } else if (chain[i].conv == nullptr) {
-      nodes[i].cost_ms = accepted_layouts(chain[i]);
+      nodes[i].cost_ms = accepted_layouts(chain[i], device);
     } else if (entries[i]) {
       nodes[i].cost_ms = tuner_->layout_costs(chain[i].problem, *entries[i]);
     } else {

@@ -95,7 +95,13 @@ PoolProblem Pool2d::problem_for(const Shape& input) const {
 }
 
 std::vector<Layout> Pool2d::input_layouts(const Shape& input) const {
-  return pool_layouts(problem_for(input));
+  return input_layouts(input, Device::cpu);
+}
+
+std::vector<Layout> Pool2d::input_layouts(const Shape& input, Device device) const {
+  PoolProblem problem = problem_for(input);
+  problem.device = device;
+  return pool_layouts(problem);
 }
 
 void Pool2d::set_plan(const PoolProblem& fwd_problem, const PoolLayerPlan& plan) {

@@ -37,7 +37,11 @@ class Pool2d : public Module {
  public:
   Pool2d(PoolKind kind, PoolGeometry geometry);
   Variable forward(const Variable& input) override;
+  // The layouts some CPU pool solver runs both directions in. A pooling layer has no parameters
+  // to say where it runs: the network planner asks with its device (the overload below).
   std::vector<Layout> input_layouts(const Shape& input) const override;
+  // The layouts `device`'s pool solvers take (the GPU's: NCHW only, pool_direct).
+  std::vector<Layout> input_layouts(const Shape& input, Device device) const;
   std::string describe() const override;
 
   // The forward problem for an f32 input of this shape.
