@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "autotune/device_clock.h"
 #include "core/init.h"
 #include "core/rng.h"
 #include "ops/conv/mec.h"
@@ -59,6 +60,14 @@ std::pair<double, double> compare_seconds(const std::function<double()>& a,
   return {best_a, best_b};
 }
 
+// The options with the device's clock: CUDA events on the GPU, where a call only queues kernels
+// and the host's clock would time the queueing. A clock the caller set is kept.
+CalibrationOptions with_device_clock(CalibrationOptions options) {
+  if (!options.timing.clock && options.device != Device::cpu)
+    options.timing.clock = device_clock(options.device);
+  return options;
+}
+
 void report(const CalibrationOptions& options, const std::string& line) {
   if (options.progress) options.progress(line);
 }
@@ -71,12 +80,20 @@ std::string ms_text(double seconds) {
 
 // ---- conv timing ---------------------------------------------------------------------------
 
-// One problem's arguments in one layout, allocated once and shared by every solver timed on it.
+// Every tensor of `args` copied to `device` (made on the host, where the random fill runs).
+ConvArgs args_on(const ConvArgs& args, Device device) {
+  const auto moved = [device](const Tensor& t) { return t.defined() ? t.to(device) : t; };
+  return {moved(args.src),      moved(args.wei),      moved(args.dst),
+          moved(args.diff_src), moved(args.diff_wei), moved(args.diff_dst)};
+}
+
+// One problem's arguments in one layout on the problem's device, allocated once and shared by
+// every solver timed on it.
 class ConvBench {
  public:
   ConvBench(const ConvProblem& fwd, Layout layout) : fwd_(fwd) {
     Rng rng(1);
-    args_ = conv_args_in_layout(random_conv_args(fwd, rng), layout);
+    args_ = args_on(conv_args_in_layout(random_conv_args(fwd, rng), layout), fwd.device);
   }
 
   // Median seconds of one direction; run_conv's check, since the sweeps pick solvers by hand.
@@ -87,7 +104,7 @@ class ConvBench {
     TUNECNN_CHECK(solver.applicable(p, &why), "calibration: ", solver.name(), " cannot run ",
                   p.key(), ": ", why);
     const std::size_t bytes = solver.workspace_bytes(p, config);
-    Storage storage(bytes, Device::cpu);
+    Storage storage(bytes, fwd_.device);
     const Workspace ws{bytes ? storage.data() : nullptr, bytes};
     return median_seconds([&] { solver.run(p, config, args_, ws); }, timing);
   }
@@ -97,14 +114,17 @@ class ConvBench {
   ConvArgs args_;
 };
 
-const ConvSolver& solver_named(std::string_view name) {
-  const ConvSolver* solver = find_conv_solver(name);
-  TUNECNN_CHECK(solver != nullptr, "calibration needs conv solver '", name, "'");
+const ConvSolver& solver_named(std::string_view name, Device device) {
+  const ConvSolver* solver = find_conv_solver(name, device);
+  TUNECNN_CHECK(solver != nullptr, "calibration needs ", to_string(device), " conv solver '", name,
+                "'");
   return *solver;
 }
 
-ConvProblem three_by_three(int mb, int channels, int out_channels, int size) {
+ConvProblem three_by_three(int mb, int channels, int out_channels, int size,
+                           Device device = Device::cpu) {
   ConvProblem p;
+  p.device = device;
   p.mb = mb;
   p.ic = channels;
   p.oc = out_channels;
@@ -117,14 +137,15 @@ ConvProblem three_by_three(int mb, int channels, int out_channels, int size) {
 // ---- MEC's T -------------------------------------------------------------------------------
 
 // Solution A (T = ow) against Solution B (T = 0) forward, the chunk left at MEC's own fallback
-// (the whole batch, the paper's Algorithm 2) so that only the choice of solution differs.
+// (the whole batch, the paper's Algorithm 2) so that only the choice of solution differs. The
+// device's MEC in its own layout: NHWC on the CPU, NCHW on the GPU.
 bool mec_solution_a_wins(int ow, const CalibrationOptions& options) {
-  const ConvProblem p = three_by_three(kMecBatch, kMecChannels, kMecChannels, ow);
-  const ConvSolver& mec = solver_named("mec");
+  const ConvProblem p = three_by_three(kMecBatch, kMecChannels, kMecChannels, ow, options.device);
+  const ConvSolver& mec = solver_named("mec", options.device);
   const TuneConfig a{{{"T", ow}}}, b{{{"T", 0}}};
   TUNECNN_CHECK(mec_uses_solution_a(p, a) && !mec_uses_solution_a(p, b),
                 "calibration's MEC sweep does not separate the two solutions at ow ", ow);
-  const ConvBench bench(p, Layout::NHWC);
+  const ConvBench bench(p, mec.layouts(p).front());
   const auto [a_s, b_s] =
       compare_seconds([&] { return bench.time(mec, a, Direction::fwd, options.timing); },
                       [&] { return bench.time(mec, b, Direction::fwd, options.timing); });
@@ -145,7 +166,7 @@ int calibrate_mec_t(const CalibrationOptions& options) {
 
 // fwd + bwd_data + bwd_weights with direct_chwn.
 double chwn_seconds(const ConvBench& bench, const CalibrationOptions& options) {
-  const ConvSolver& chwn = solver_named("direct_chwn");
+  const ConvSolver& chwn = solver_named("direct_chwn", Device::cpu);
   double total = 0;
   for (Direction dir : kDirections) total += bench.time(chwn, {}, dir, options.timing);
   return total;
@@ -155,8 +176,8 @@ double chwn_seconds(const ConvBench& bench, const CalibrationOptions& options) {
 // Winograd where it applies: the best an untuned NCHW layer would run.
 double nchw_seconds(const ConvProblem& p, const ConvBench& bench,
                     const CalibrationOptions& options) {
-  const ConvSolver& im2col = solver_named("im2col_gemm");
-  const ConvSolver& winograd = solver_named("winograd_f2x3");
+  const ConvSolver& im2col = solver_named("im2col_gemm", Device::cpu);
+  const ConvSolver& winograd = solver_named("winograd_f2x3", Device::cpu);
   double total = 0;
   for (Direction dir : kDirections) {
     const ConvProblem pd = p.with_dir(dir);
@@ -212,7 +233,7 @@ double transform_gbps_of(const Tensor& src, Tensor& dst, const CalibrationOption
 
 // MEC's configs with T replaced by the calibrated one (the paper's default stays when absent).
 std::vector<TuneConfig> mec_configs(const ConvProblem& p, const DeviceThresholds& thresholds) {
-  std::vector<TuneConfig> configs = solver_named("mec").configs(p);
+  std::vector<TuneConfig> configs = solver_named("mec", p.device).configs(p);
   if (!thresholds.mec_t) return configs;
   for (TuneConfig& config : configs)
     for (auto& [name, value] : config.values)
@@ -225,7 +246,7 @@ std::optional<ConvPlan> first_fitting(const ConvProblem& p, Layout layout,
                                       const std::vector<std::string_view>& solvers,
                                       const DeviceThresholds& thresholds, std::size_t budget) {
   for (std::string_view name : solvers) {
-    const ConvSolver& solver = solver_named(name);
+    const ConvSolver& solver = solver_named(name, p.device);
     if (!solver.applicable(p, nullptr)) continue;
     const std::vector<TuneConfig> configs =
         name == "mec" ? mec_configs(p, thresholds) : solver.configs(p);
@@ -255,22 +276,28 @@ std::optional<ConvLayerPlan> layer_from(const ConvProblem& fwd, Layout layout,
 
 }  // namespace
 
-DeviceThresholds calibrate_device(const CalibrationOptions& options) {
+DeviceThresholds calibrate_device(const CalibrationOptions& caller_options) {
+  const CalibrationOptions options = with_device_clock(caller_options);
   DeviceThresholds t;
   t.mec_t = calibrate_mec_t(options);
-  t.ct = calibrate_ct(options);
-  t.nt = calibrate_nt(*t.ct, options);
+  // Ct and Nt weigh CHWN solvers against NCHW ones; the GPU has NCHW solvers only until part two
+  // of issue 8 brings its CHWN kernels, so its ct and nt stay absent (threshold_layout: NCHW).
+  if (options.device == Device::cpu) {
+    t.ct = calibrate_ct(options);
+    t.nt = calibrate_nt(*t.ct, options);
+  }
   t.transform_gbps = calibrate_transforms(options);
   return t;
 }
 
-std::map<std::string, double> calibrate_transforms(const CalibrationOptions& options) {
+std::map<std::string, double> calibrate_transforms(const CalibrationOptions& caller_options) {
+  const CalibrationOptions options = with_device_clock(caller_options);
   // One tensor per layout, each the source of two pairs and the destination of two. A transform
   // moves bytes whatever they hold, so a constant fill (at memset speed) touches the pages as
   // well as random values would, for a fraction of the cost: this runs in every first tuned run.
   std::map<Layout, Tensor> tensors;
   for (Layout layout : {Layout::NCHW, Layout::CHWN, Layout::NHWC}) {
-    Tensor t = Tensor::empty(kTransformShape, DType::f32, Device::cpu, layout);
+    Tensor t = Tensor::empty(kTransformShape, DType::f32, options.device, layout);
     t.fill(0.5);
     tensors.emplace(layout, std::move(t));
   }
@@ -296,19 +323,22 @@ std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout fr
 }
 
 Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds) {
+  if (fwd.device != Device::cpu) return Layout::NCHW;  // no CHWN solver on the GPU yet
   if (thresholds.ct && fwd.ic < *thresholds.ct) return Layout::CHWN;
   if (thresholds.nt && fwd.mb >= *thresholds.nt) return Layout::CHWN;
   return Layout::NCHW;
 }
+
+namespace {
 
 // CHWN: direct_chwn (no workspace). NCHW: Winograd, else im2col+GEMM, else (depthwise layers,
 // which im2col_gemm leaves to the depthwise solvers) depthwise_direct; when the budget leaves a
 // direction without either, the whole layer moves to MEC in NHWC (one layout for all three), and
 // when even MEC does not fit, the NCHW chain with the direct reference (no workspace) as the
 // last resort per direction.
-ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
-                             std::size_t max_workspace_bytes) {
-  const std::size_t budget = max_workspace_bytes;
+std::optional<ConvLayerPlan> cpu_threshold_plan(const ConvProblem& fwd,
+                                                const DeviceThresholds& thresholds,
+                                                std::size_t budget) {
   std::optional<ConvLayerPlan> plan;
   if (threshold_layout(fwd, thresholds) == Layout::CHWN)
     plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
@@ -320,8 +350,27 @@ ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thr
     plan = layer_from(fwd, Layout::NCHW,
                       {"winograd_f2x3", "im2col_gemm", "depthwise_direct", "direct"}, thresholds,
                       budget);
-  TUNECNN_CHECK(plan.has_value(), "no conv solver runs ", fwd.key(), " within ", budget,
-                " workspace bytes");
+  return plan;
+}
+
+// The GPU runs every solver in NCHW, so each direction simply takes the first that fits of cuDNN
+// (its heuristic's algorithm first), im2col+GEMM, MEC and the direct reference (no workspace).
+std::optional<ConvLayerPlan> gpu_threshold_plan(const ConvProblem& fwd,
+                                                const DeviceThresholds& thresholds,
+                                                std::size_t budget) {
+  return layer_from(fwd, Layout::NCHW, {"cudnn", "im2col_gemm", "mec", "direct"}, thresholds,
+                    budget);
+}
+
+}  // namespace
+
+ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
+                             std::size_t max_workspace_bytes) {
+  const std::optional<ConvLayerPlan> plan =
+      fwd.device == Device::cpu ? cpu_threshold_plan(fwd, thresholds, max_workspace_bytes)
+                                : gpu_threshold_plan(fwd, thresholds, max_workspace_bytes);
+  TUNECNN_CHECK(plan.has_value(), "no ", to_string(fwd.device), " conv solver runs ", fwd.key(),
+                " within ", max_workspace_bytes, " workspace bytes");
   plan->validate(fwd);
   return *plan;
 }

@@ -9,6 +9,12 @@
 //                  C at small N and over N at large C, timing the best CHWN solver against the best
 //                  NCHW one. Rule: C < Ct -> CHWN; else N >= Nt -> CHWN; else NCHW.
 //   transform_gbps the bandwidth of each layout transform pair (ops/layout/transform.h).
+//
+// On the GPU (CalibrationOptions::device = cuda) the same sweeps run the GPU's solvers and
+// transforms on device tensors, timed with CUDA events: mec_t from the GPU MEC's two solutions,
+// transform_gbps from the GPU transforms. ct and nt stay absent there: the GPU has no CHWN conv
+// solver yet (issue 8 part two), so there is nothing to weigh NCHW against and every GPU layer
+// runs NCHW.
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -23,11 +29,15 @@ namespace tunecnn {
 struct CalibrationOptions {
   // Timing policy: warmup, min/max repeats, max_seconds, settle and clock are used; the rest is
   // ignored. Calibration must stay under a minute on a 2-core machine with the defaults.
+  // On the GPU an empty clock means the CUDA-event clock (device_clock.h).
   TunerOptions timing;
   std::function<void(const std::string&)> progress;  // one line per measured sweep point
+  // The device measured: its solvers, its transforms, tensors in its memory. Throws Error for the
+  // GPU in a build without CUDA or on a machine without one.
+  Device device = Device::cpu;
 };
 
-// Measures every threshold of this device.
+// Measures every threshold of options.device (on the GPU: mec_t and transform_gbps only).
 DeviceThresholds calibrate_device(const CalibrationOptions& options);
 
 // Only the transform bandwidths (well under a second); the layout planner calls this when a
@@ -42,14 +52,16 @@ std::string transform_key(Layout from, Layout to);
 std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout from, Layout to,
                                    std::size_t bytes);
 
-// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent.
+// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent and for GPU
+// problems (no CHWN solver there yet).
 Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds);
 
-// The `off` policy's plan for one layer, from the thresholds alone (times nothing): the layout
-// from threshold_layout; in NCHW, Winograd where it applies, else im2col+GEMM, else MEC (with
-// T = mec_t, so the layer runs NHWC) when the budget rules im2col out; in CHWN, direct_chwn.
-// Each direction falls back to the next applicable solver within `max_workspace_bytes`; every
-// direction shares the layout.
+// The `off` policy's plan for one layer, from the thresholds alone (times nothing), with the
+// solvers of the problem's device. CPU: the layout from threshold_layout; in NCHW, Winograd where
+// it applies, else im2col+GEMM, else MEC (with T = mec_t, so the layer runs NHWC) when the budget
+// rules im2col out; in CHWN, direct_chwn. GPU (all NCHW): cuDNN, else im2col+GEMM, else MEC with
+// T = mec_t, else the direct reference. Each direction falls back to the next applicable solver
+// within `max_workspace_bytes`; every direction shares the layout.
 ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
                              std::size_t max_workspace_bytes);
 

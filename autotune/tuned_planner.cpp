@@ -48,6 +48,13 @@ std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout l
 // small layer when it was done after every key.
 constexpr double kSaveIntervalSeconds = 1.0;
 
+// The device this planner's cache section measures, so its transform bandwidths are timed there:
+// device_identity names GPU sections "cuda-..." (device_id(fields, "cuda")); any other id (CPU
+// sections, the tests' made-up ids) is the CPU's.
+Device section_device(const std::string& device_id) {
+  return device_id.rfind("cuda-", 0) == 0 ? Device::cuda : Device::cpu;
+}
+
 double steady_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
@@ -406,6 +413,7 @@ double TunedPlanner::transform_cost(const Shape& shape, Layout from, Layout to) 
   if (!ms && policy_ != TunePolicy::off) {
     CalibrationOptions calibration;
     calibration.timing = options_;
+    calibration.device = section_device(device_id_);
     store_transform_bandwidths(calibrate_transforms(calibration));
     ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
   }
