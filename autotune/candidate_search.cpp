@@ -25,7 +25,7 @@ constexpr double kTieFraction = 0.02;
 // is kColdHopelessFactor slower.
 constexpr double kHopelessFactor = 1.25;
 constexpr double kColdHopelessFactor = 2;
-constexpr double kLosingMargin = 0.05;
+constexpr double kLosingMargin = 0.03;
 // Calls longer than this need no separate warm-up.
 constexpr double kLongCallSeconds = 0.05;
 // A rival of the best so far is timed for at most this many of the best's calls (close pairs are
@@ -36,8 +36,8 @@ constexpr double kRivalBudget = 4;
 constexpr double kClimbFactor = 1.3;
 // The two fastest of a pass are timed again in alternation when the second is within this factor
 // of the first, for this many calls each.
-constexpr double kPlayoffFactor = 1.5;
-constexpr int kPlayoffRounds = 3;
+constexpr double kPlayoffFactor = 1.3;
+constexpr int kPlayoffRounds = 2;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;
 
