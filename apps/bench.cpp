@@ -179,8 +179,8 @@ int bench_train(int argc, const char* const* argv) {
 void usage() {
   std::cout << "usage: bench COMMAND [options]\n\ncommands:\n"
                "  train   time training steps of a model (bench train --help)\n"
-               "  conv    time every conv solver on a set of layers against PyTorch "
-               "(bench conv --help)\n"
+               "  conv    time every conv solver on a set of layers against PyTorch, or with "
+               "--device cuda the GPU's solvers, MEC against im2col and cuDNN (bench conv --help)\n"
                "  plans   the autotuner's targets on a model: profiling cost, cached start, tuned "
                "plan vs each single algorithm, --tune verify (bench plans --help)\n"
                "  layout  layout transforms in GB/s against memcpy of the same bytes "

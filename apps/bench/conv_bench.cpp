@@ -1,14 +1,19 @@
 #include "apps/bench/conv_bench.h"
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
 #include "apps/bench/pytorch_worker.h"
 #include "apps/training/progress.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "core/allocator.h"
 #include "core/atomic_file.h"
@@ -26,7 +31,9 @@ constexpr const char* kSummary =
     "side with PyTorch (a persistent /usr/bin/python3 child running apps/bench/conv_pytorch.py, "
     "fed one layer and direction at a time so both share the machine's noise). Reports the "
     "median time, GFLOP/s (2 * MACs / time), workspace and peak bytes, the fastest solver per "
-    "layer x direction, and PyTorch's time and forward peak memory.";
+    "layer x direction, and PyTorch's time and forward peak memory. With --device cuda it times "
+    "the GPU's solvers (cuDNN, im2col_gemm, MEC, direct) with CUDA events instead and compares "
+    "MEC's time and workspace with im2col_gemm's and cuDNN's, as the MEC paper does.";
 
 // The NCHW tensors a direction reads, random, made once per layer x direction.
 struct DirectionInputs {
@@ -48,28 +55,41 @@ DirectionInputs make_inputs(const ConvProblem& p, Rng& rng) {
   return in;
 }
 
-// The call's tensors in `layout`: converted (untimed) copies of the inputs, zeroed outputs.
+// An input of the call in `layout` on the problem's device: a converted (untimed) copy.
+Tensor input_in_layout(const Tensor& nchw, Layout layout, Device device) {
+  return convert_layout_reference(nchw, layout).to(device);
+}
+
+// The call's tensors in `layout` on the problem's device: copies of the inputs, zeroed outputs.
 // Weights stay [oc, ic/g, kh, kw] row-major in every layout (ops/conv/args.h).
 ConvArgs args_in_layout(const ConvProblem& p, const DirectionInputs& in, Layout layout) {
+  const Device device = p.device;
   ConvArgs args;
-  args.wei = in.wei.clone();
+  args.wei = in.wei.clone().to(device);
   switch (p.dir) {
     case Direction::fwd:
-      args.src = convert_layout_reference(in.src, layout);
-      args.dst = Tensor::zeros(p.dst_shape(), DType::f32, Device::cpu, layout);
+      args.src = input_in_layout(in.src, layout, device);
+      args.dst = Tensor::zeros(p.dst_shape(), DType::f32, device, layout);
       break;
     case Direction::bwd_data:
-      args.diff_dst = convert_layout_reference(in.diff_dst, layout);
-      args.diff_src = Tensor::zeros(p.src_shape(), DType::f32, Device::cpu, layout);
+      args.diff_dst = input_in_layout(in.diff_dst, layout, device);
+      args.diff_src = Tensor::zeros(p.src_shape(), DType::f32, device, layout);
       break;
     case Direction::bwd_weights:
       args.wei = Tensor();
-      args.src = convert_layout_reference(in.src, layout);
-      args.diff_dst = convert_layout_reference(in.diff_dst, layout);
-      args.diff_wei = Tensor::zeros(p.wei_shape());
+      args.src = input_in_layout(in.src, layout, device);
+      args.diff_dst = input_in_layout(in.diff_dst, layout, device);
+      args.diff_wei = Tensor::zeros(p.wei_shape(), DType::f32, device);
       break;
   }
   return args;
+}
+
+// The layers with their problems stamped on the device the solvers run on.
+std::vector<ConvLayer> layers_on(const std::string& set, int batch, Device device) {
+  std::vector<ConvLayer> layers = conv_layer_set(set, batch);
+  for (ConvLayer& layer : layers) layer.problem.device = device;
+  return layers;
 }
 
 class ConvBench {
@@ -77,7 +97,8 @@ class ConvBench {
   ConvBench(ConvBenchOptions options, std::ostream& out)
       : options_(std::move(options)),
         out_(out),
-        layers_(conv_layer_set(options_.layers, options_.batch)),
+        layers_(layers_on(options_.layers, options_.batch, options_.device)),
+        clock_(device_clock(options_.device)),
         start_(std::chrono::steady_clock::now()) {}
 
   void run() {
@@ -90,6 +111,7 @@ class ConvBench {
       report_progress(i + 1);
     }
     print_summary(out_, rows_, layers_, options_.directions);
+    if (gpu()) print_mec_comparison(out_, rows_, layers_, options_.directions, solver_names());
     if (!options_.csv.empty()) out_ << "\nwrote " << options_.csv << "\n";
   }
 
@@ -101,10 +123,26 @@ class ConvBench {
   std::unique_ptr<PytorchWorker> pytorch_;
   std::string pytorch_note_;
   std::set<std::string> noted_;  // reasons for not timing a solver, each printed once
+  // Seconds as the device sees them: the steady clock on the CPU; on the GPU CUDA events on the
+  // compute stream, since a call there only queues kernels and returns.
+  std::function<double()> clock_;
   std::chrono::steady_clock::time_point start_;
   Rng rng_{1};
 
+  bool gpu() const { return options_.device == Device::cuda; }
+
+  // The device's registry in its order, for the comparison's columns.
+  std::vector<std::string> solver_names() const {
+    std::vector<std::string> names;
+    for (const ConvSolver* solver : conv_solvers(options_.device)) names.emplace_back(solver->name());
+    return names;
+  }
+
   void start_pytorch() {
+    if (gpu()) {
+      pytorch_note_ = "off (--device cuda: conv_pytorch.py times PyTorch on the CPU)";
+      return;
+    }
     if (!options_.pytorch) {
       pytorch_note_ = "off (--pytorch off)";
       return;
@@ -124,15 +162,23 @@ class ConvBench {
     std::string dirs;
     for (Direction dir : options_.directions)
       dirs += (dirs.empty() ? "" : ",") + std::string(to_string(dir));
-    out_ << "# " << cpu_fingerprint().summary() << "\n"
-         << "# bench conv: layers " << options_.layers << ", batch " << options_.batch
-         << ", directions " << dirs << ", threads " << num_threads() << ", f32\n"
+    out_ << "# " << cpu_fingerprint().summary() << "\n";
+    if (const std::optional<GpuFingerprint> card = gpu() ? gpu_fingerprint() : std::nullopt)
+      out_ << "# gpu: " << card->summary() << "\n";
+    out_ << "# bench conv: layers " << options_.layers << ", batch " << options_.batch
+         << ", directions " << dirs << (gpu() ? ", device cuda" : "") << ", threads "
+         << num_threads() << ", f32\n"
          << "# timing: per solver x config x direction, " << describe(options_.repeats)
+         << (gpu() ? ", in CUDA events on the compute stream (the GPU's time for what a call "
+                     "queues); arguments on the GPU"
+                   : "")
          << ". Each solver runs in its first layout; converting the inputs into it is not "
             "timed.\n"
-         << "# peak_MiB: our allocator's peak during the calls over the call's own tensors: "
-            "inputs, weights, output and workspace (block-rounded); OpenBLAS's internal buffers "
-            "are not counted\n"
+         << "# peak_MiB: our " << (gpu() ? "GPU " : "")
+         << "allocator's peak during the calls over the call's own tensors: inputs, weights, "
+            "output and workspace (block-rounded); "
+         << (gpu() ? "cuBLAS's and cuDNN's own buffers" : "OpenBLAS's internal buffers")
+         << " are not counted\n"
          << "# pytorch: " << pytorch_note_ << "; timed with the same rule on NCHW f32 tensors\n"
          << "# pytorch peak (fwd only): one forward in a fresh process after a warm-up forward: "
             "input + weight bytes + the growth of peak RSS (VmHWM, reset through "
@@ -153,7 +199,7 @@ class ConvBench {
       std::string why;
       if (!solver->applicable(p, &why))
         skip(std::string(solver->name()) + ": " + why);
-      else if (options_.solvers.empty() && solver == &direct_conv_solver() &&
+      else if (options_.solvers.empty() && solver == &direct_conv_solver(Device::cpu) &&
                static_cast<double>(p.macs()) > options_.direct_max_mmacs * 1e6)
         skip("direct, the slow reference, on layers above --direct-max-mmacs " +
              std::to_string(static_cast<long long>(options_.direct_max_mmacs)) +
@@ -162,21 +208,22 @@ class ConvBench {
         chosen.push_back(solver);
     };
     if (options_.solvers.empty())
-      for (const ConvSolver* solver : cpu_conv_solvers()) consider(solver);
-    for (const std::string& name : options_.solvers) consider(find_conv_solver(name));
+      for (const ConvSolver* solver : conv_solvers(options_.device)) consider(solver);
+    for (const std::string& name : options_.solvers)
+      consider(find_conv_solver(name, options_.device));
     return chosen;
   }
 
   ConvBenchRow time_solver(const ConvLayer& layer, const ConvProblem& p, const ConvSolver& solver,
                            const TuneConfig& config, const DirectionInputs& inputs) {
-    Allocator& allocator = allocator_for(Device::cpu);
+    Allocator& allocator = allocator_for(options_.device);
     const Layout layout = solver.layouts(p).front();
     const std::size_t live_before = allocator.stats().current_bytes;
     const ConvArgs args = args_in_layout(p, inputs, layout);
     const ConvPlan plan{&solver, config};
     allocator.reset_peak();
     const TimingStats timing =
-        time_until_settled([&] { run_conv(plan, p, args); }, options_.repeats);
+        time_until_settled([&] { run_conv(plan, p, args); }, options_.repeats, clock_);
     ConvBenchRow row;
     row.layer = layer.name;
     row.solver = solver.name();
@@ -256,6 +303,7 @@ int bench_conv(int argc, const char* const* argv) {
   declare_conv_bench_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   ConvBenchOptions options = conv_bench_options(cli);
+  require_bench_device(options.device);
   set_num_threads(options.threads);
   ConvBench(std::move(options), std::cout).run();
   return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "models/conv_layers.h"
 #include "ops/conv/registry.h"
@@ -25,10 +26,35 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string known_solver_names() {
+// The batch when neither --batch nor --batch-size is given: the MEC paper's GPU runs use 32.
+constexpr int kCpuBatch = 8, kCudaBatch = 32;
+
+std::string known_solver_names(Device device) {
   std::vector<std::string> names;
-  for (const ConvSolver* solver : cpu_conv_solvers()) names.emplace_back(solver->name());
+  for (const ConvSolver* solver : conv_solvers(device)) names.emplace_back(solver->name());
   return joined(names);
+}
+
+Device parse_bench_device(const std::string& text) {
+  try {
+    return parse_device(text);
+  } catch (const Error& e) {
+    TUNECNN_FAIL("--device: ", e.message());
+  }
+}
+
+// --batch and its spelling in `bench train` and `train`, --batch-size; both given must agree.
+int batch_option(const CommandLine& cli, Device device) {
+  int batch = device == Device::cuda ? kCudaBatch : kCpuBatch;
+  if (cli.has("batch")) batch = cli.get_int("batch");
+  if (cli.has("batch-size")) {
+    const int other = cli.get_int("batch-size");
+    TUNECNN_CHECK(!cli.has("batch") || other == batch, "--batch ", batch, " and --batch-size ",
+                  other, " disagree; give one of them");
+    batch = other;
+  }
+  TUNECNN_CHECK(batch >= 1, "--batch must be >= 1, got ", batch);
+  return batch;
 }
 
 bool parse_on_off(const CommandLine& cli, const std::string& name) {
@@ -64,15 +90,23 @@ RepeatPolicy repeat_policy(const CommandLine& cli) {
 
 void declare_conv_bench_options(CommandLine& cli) {
   cli.option("layers", "mec-paper", "layer set: " + joined(conv_layer_set_names()));
-  cli.option("batch", "8", "images per call (mb)");
+  cli.option("device", "cpu",
+             "cpu, or cuda: the GPU's solvers (" + known_solver_names(Device::cuda) +
+                 ") on the first NVIDIA GPU, NCHW, arguments on the GPU, timed with CUDA events "
+                 "on the compute stream; PyTorch is off and MEC is compared with im2col_gemm and "
+                 "cuDNN instead");
+  cli.option("batch", "", "images per call (mb); default 8, with --device cuda 32");
+  cli.option("batch-size", "", "the same as --batch");
   cli.option("direction", "all", "fwd, bwd-data, bwd-weights, all, or a comma list of them");
   cli.option("threads", "2", "CPU threads, ours and PyTorch's alike");
   cli.option("solvers", "all",
-             "comma list of solvers to time (" + known_solver_names() +
-                 "); 'all' times every applicable one. The slow reference 'direct' is skipped "
-                 "on layers above --direct-max-mmacs unless named here");
+             "comma list of solvers to time (CPU: " + known_solver_names(Device::cpu) +
+                 "; the GPU's under --device cuda); 'all' times every applicable one. On the "
+                 "CPU the slow reference 'direct' is skipped on layers above --direct-max-mmacs "
+                 "unless named here");
   cli.option("direct-max-mmacs", "50",
-             "with --solvers all, skip 'direct' on layers of more million multiply-adds");
+             "with --solvers all on the CPU, skip 'direct' on layers of more million "
+             "multiply-adds (the GPU's direct is always timed)");
   cli.option("warmup", "1", "untimed calls before timing each solver and config");
   cli.option("repeats", "",
              "exactly this many timed calls, overriding the settle rule and the time cap");
@@ -94,16 +128,18 @@ ConvBenchOptions conv_bench_options(const CommandLine& cli) {
   ConvBenchOptions options;
   options.layers = cli.get("layers");
   conv_layer_set(options.layers, 1);  // throws, listing the known sets, on an unknown one
-  options.batch = cli.get_int("batch");
-  TUNECNN_CHECK(options.batch >= 1, "--batch must be >= 1, got ", options.batch);
+  options.device = parse_bench_device(cli.get("device"));
+  options.batch = batch_option(cli, options.device);
   options.directions = parse_directions(cli.get("direction"));
   options.threads = cli.get_int("threads");
   TUNECNN_CHECK(options.threads >= 0, "--threads must be >= 0 (0: all hardware threads)");
   options.repeats = repeat_policy(cli);
-  options.solvers = parse_solver_list(cli.get("solvers"));
+  // A build without CUDA knows no GPU solvers: require_bench_device says why, not "unknown".
+  if (!conv_solvers(options.device).empty())
+    options.solvers = parse_solver_list(cli.get("solvers"), options.device);
   options.direct_max_mmacs = cli.get_double("direct-max-mmacs");
   options.csv = cli.get("csv");
-  options.pytorch = parse_on_off(cli, "pytorch");
+  options.pytorch = parse_on_off(cli, "pytorch") && options.device == Device::cpu;
   options.python = cli.get("python");
   options.pytorch_script = cli.get("pytorch-script");
   options.mec_memory = cli.has("mec-memory") || options.layers == "mec-paper";
@@ -133,13 +169,21 @@ std::vector<Direction> parse_directions(const std::string& text) {
   return dirs;
 }
 
-std::vector<std::string> parse_solver_list(const std::string& text) {
+std::vector<std::string> parse_solver_list(const std::string& text, Device device) {
   if (text.empty() || text == "all") return {};
   std::vector<std::string> names = split_commas(text);
   for (const std::string& name : names)
-    TUNECNN_CHECK(find_conv_solver(name) != nullptr, "--solvers: unknown solver '", name,
-                  "' (known: ", known_solver_names(), ")");
+    TUNECNN_CHECK(find_conv_solver(name, device) != nullptr, "--solvers: unknown ",
+                  to_string(device), " solver '", name, "' (known: ", known_solver_names(device),
+                  ")");
   return names;
+}
+
+void require_bench_device(Device device, const std::string& option) {
+  if (device == Device::cpu) return;
+  TUNECNN_CHECK(cuda_built(), option, " cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
+  TUNECNN_CHECK(cuda_device_count() > 0, option,
+                " cuda: no CUDA device visible (cudaGetDeviceCount returned 0)");
 }
 
 }  // namespace tunecnn

@@ -13,15 +13,19 @@ namespace tunecnn {
 
 struct ConvBenchOptions {
   std::string layers = "mec-paper";
-  int batch = 8;
+  // Where the solvers run: the CPU's registry, or (--device cuda) the GPU's, with its arguments
+  // on the GPU and the CUDA-event clock.
+  Device device = Device::cpu;
+  int batch = 8;  // --batch, else 8 on the CPU and 32 on the GPU
   std::vector<Direction> directions;
   int threads = 2;
   RepeatPolicy repeats;
   std::vector<std::string> solvers;  // empty: every applicable solver
   // direct is the slow reference: skipped above this many multiply-adds unless named in solvers.
+  // On the GPU direct is timed everywhere (one thread per output stays fast enough).
   double direct_max_mmacs = 50;
   std::string csv;  // "" for none
-  bool pytorch = true;
+  bool pytorch = true;  // always off on the GPU: conv_pytorch.py times PyTorch on the CPU
   std::string python, pytorch_script;
   bool mec_memory = false;  // print the MEC paper's lowered-matrix comparison
 };
@@ -36,7 +40,11 @@ const char* default_pytorch_script();
 
 // "fwd", "bwd-data" / "bwd_data", "bwd-weights" / "bwd_weights", "all", or a comma list of them.
 std::vector<Direction> parse_directions(const std::string& text);
-// A comma list of solver names, each checked against the CPU registry; "" or "all" gives {}.
-std::vector<std::string> parse_solver_list(const std::string& text);
+// A comma list of solver names, each checked against `device`'s registry; "" or "all" gives {}.
+std::vector<std::string> parse_solver_list(const std::string& text, Device device = Device::cpu);
+
+// Throws Error before any work when `device` cannot run here: a CUDA device in a build without
+// CUDA, or on a machine where cudaGetDeviceCount finds none. `option` names the flag in the text.
+void require_bench_device(Device device, const std::string& option = "--device");
 
 }  // namespace tunecnn

@@ -106,7 +106,69 @@ void print_training_totals(std::ostream& out, const std::vector<ConvBenchRow>& r
   print_totals(out, all, "%-8s %10.3f %11s %6s\n");
 }
 
+// MEC's measure over another solver's; nullopt when either is missing or the other's is zero
+// (a cuDNN algorithm without workspace has no ratio to speak of).
+std::optional<double> over(const ConvBenchRow* mec, const ConvBenchRow* other, double mec_value,
+                           double other_value) {
+  if (mec == nullptr || other == nullptr || !(other_value > 0)) return std::nullopt;
+  return mec_value / other_value;
+}
+
+constexpr const char* kRatioPartners[] = {"im2col_gemm", "cudnn"};
+
+std::string time_ratio_title(const char* partner) { return "ms mec/" + std::string(partner); }
+std::string memory_ratio_title(const char* partner) { return "MiB mec/" + std::string(partner); }
+int width_of(const std::string& title) { return static_cast<int>(title.size()); }
+
+void print_comparison_header(std::ostream& out, const std::vector<std::string>& solvers) {
+  out << formatted("%-8s %-11s", "layer", "direction");
+  for (const std::string& name : solvers)
+    out << formatted(" %*s %*s", static_cast<int>(name.size()) + 3, (name + "_ms").c_str(),
+                     static_cast<int>(name.size()) + 4, (name + "_MiB").c_str());
+  for (const char* partner : kRatioPartners)
+    out << " " << time_ratio_title(partner) << " " << memory_ratio_title(partner);
+  out << "  mec_config\n";
+}
+
+void print_comparison_row(std::ostream& out, const std::vector<ConvBenchRow>& rows,
+                          const ConvLayer& layer, Direction dir,
+                          const std::vector<std::string>& solvers) {
+  const auto best = [&](const std::string& solver) {
+    return fastest_row_of(rows, layer.name, dir, solver);
+  };
+  out << formatted("%-8s %-11s", layer.name.c_str(), std::string(to_string(dir)).c_str());
+  for (const std::string& name : solvers) {
+    const ConvBenchRow* row = best(name);
+    out << formatted(" %*s %*s", static_cast<int>(name.size()) + 3,
+                     row ? formatted("%.3f", row->median_ms()).c_str() : "-",
+                     static_cast<int>(name.size()) + 4,
+                     row ? formatted("%.2f", row->workspace_bytes / kMiB).c_str() : "-");
+  }
+  const ConvBenchRow* mec = best("mec");
+  for (const char* partner : kRatioPartners) {
+    const ConvBenchRow* other = best(partner);
+    const auto time = over(mec, other, mec ? mec->median_ms() : 0, other ? other->median_ms() : 0);
+    const auto memory =
+        over(mec, other, mec ? static_cast<double>(mec->workspace_bytes) : 0,
+             other ? static_cast<double>(other->workspace_bytes) : 0);
+    out << formatted(" %*s %*s", width_of(time_ratio_title(partner)), ratio_text(time).c_str(),
+                     width_of(memory_ratio_title(partner)), ratio_text(memory).c_str());
+  }
+  out << "  " << (mec ? solver_and_config(*mec) : "-") << "\n";
+}
+
 }  // namespace
+
+void print_mec_comparison(std::ostream& out, const std::vector<ConvBenchRow>& rows,
+                          const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs,
+                          const std::vector<std::string>& solvers) {
+  out << "\nMEC against im2col_gemm and cuDNN (the MEC paper's comparison): each solver's fastest "
+         "config, its median ms and workspace MiB; mec/X = MEC's over X's (< 1: MEC is faster or "
+         "smaller; - where one was not timed or X used no workspace)\n";
+  print_comparison_header(out, solvers);
+  for (const ConvLayer& layer : layers)
+    for (Direction dir : dirs) print_comparison_row(out, rows, layer, dir, solvers);
+}
 
 void print_table_header(std::ostream& out) {
   out << formatted("%-8s %-11s   %-14s %-10s %-6s %10s %8s %14s %9s %5s %7s\n", "layer",

@@ -3,6 +3,7 @@
 // our best against PyTorch, and the MEC paper's lowered-matrix memory comparison.
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "apps/bench/conv_results.h"
@@ -16,6 +17,13 @@ void print_table_group(std::ostream& out, const std::vector<ConvBenchRow>& group
 // Per direction, each layer's best against PyTorch; then fwd + bwd_data + bwd_weights totals.
 void print_summary(std::ostream& out, const std::vector<ConvBenchRow>& rows,
                    const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs);
+
+// The MEC paper's comparison on measured rows, per layer x direction: each of `solvers`' fastest
+// config (MEC: its best T/solution and chunk; cuDNN: its fastest algorithm) with its median ms
+// and workspace MiB, then MEC's time and workspace over im2col_gemm's and cuDNN's.
+void print_mec_comparison(std::ostream& out, const std::vector<ConvBenchRow>& rows,
+                          const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs,
+                          const std::vector<std::string>& solvers);
 
 // The MEC paper's definitions (Cho and Brand, ICML 2017), in elements for the whole batch:
 // im2col lowers to mb*oh*ow * kh*kw*ic, MEC to mb*ow * (ih+2ph)*kw*ic.

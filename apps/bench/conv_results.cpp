@@ -68,6 +68,16 @@ const ConvBenchRow* fastest_row(const std::vector<ConvBenchRow>& rows, const std
   return nullptr;
 }
 
+const ConvBenchRow* fastest_row_of(const std::vector<ConvBenchRow>& rows, const std::string& layer,
+                                   Direction dir, const std::string& solver) {
+  const ConvBenchRow* best = nullptr;
+  for (const ConvBenchRow& row : rows)
+    if (row.layer == layer && row.dir == dir && row.solver == solver &&
+        (best == nullptr || row.timing.median_s < best->timing.median_s))
+      best = &row;
+  return best;
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";

@@ -36,6 +36,11 @@ void mark_fastest(std::vector<ConvBenchRow>& rows);
 const ConvBenchRow* fastest_row(const std::vector<ConvBenchRow>& rows, const std::string& layer,
                                 Direction dir);
 
+// The lowest-median row of one solver (over its configs) for one layer and direction, or nullptr
+// when that solver was not timed there.
+const ConvBenchRow* fastest_row_of(const std::vector<ConvBenchRow>& rows, const std::string& layer,
+                                   Direction dir, const std::string& solver);
+
 // The header and one line per row; fields with commas or quotes are quoted.
 std::string conv_bench_csv(const std::vector<ConvBenchRow>& rows);
 std::string csv_field(const std::string& text);

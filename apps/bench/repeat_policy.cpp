@@ -48,13 +48,20 @@ bool repeats_done(const RepeatPolicy& policy, const std::vector<double>& times) 
   return std::abs(now - before) <= policy.settle * now;
 }
 
-TimingStats time_until_settled(const std::function<void()>& fn, const RepeatPolicy& policy) {
+TimingStats time_until_settled(const std::function<void()>& fn, const RepeatPolicy& policy,
+                               const std::function<double()>& clock) {
   TUNECNN_CHECK(policy.max_repeats > 0, "the repeat policy needs at least one timed run");
+  const auto call_seconds = [&] {
+    if (!clock) return seconds_of(fn);
+    const double start = clock();
+    fn();
+    return clock() - start;
+  };
   // A call slower than the whole cap has warmed up enough after one untimed run.
   for (int i = 0; i < policy.warmup; ++i)
-    if (seconds_of(fn) > policy.max_seconds) break;
+    if (call_seconds() > policy.max_seconds) break;
   std::vector<double> times;
-  while (!repeats_done(policy, times)) times.push_back(seconds_of(fn));
+  while (!repeats_done(policy, times)) times.push_back(call_seconds());
   const auto [min, max] = std::minmax_element(times.begin(), times.end());
   return {median_of(times), *min, *max, static_cast<int>(times.size())};
 }

@@ -25,7 +25,9 @@ bool repeats_done(const RepeatPolicy& policy, const std::vector<double>& times);
 double median_of(std::vector<double> values);      // 0 for none
 double seconds_of(const std::function<void()>& fn);  // one call's wall time, steady clock
 std::string describe(const RepeatPolicy& policy);  // one line for the bench's header
-// Runs fn under the policy and returns the median and spread of the timed calls.
-TimingStats time_until_settled(const std::function<void()>& fn, const RepeatPolicy& policy);
+// Runs fn under the policy and returns the median and spread of the timed calls, in seconds of
+// `clock` (autotune/device_clock.h; empty: the steady clock).
+TimingStats time_until_settled(const std::function<void()>& fn, const RepeatPolicy& policy,
+                               const std::function<double()>& clock = {});
 
 }  // namespace tunecnn
