@@ -1,6 +1,6 @@
 // autotune calibrate: measures this device's thresholds (MEC's T, the layout thresholds Ct/Nt,
 // transform bandwidths) once and keeps them in the cache, so `--tune off` can decide layers it
-// never profiled.
+// never profiled. --device cuda measures the GPU's (MEC's T and the transforms; calibration.h).
 #include <ostream>
 
 #include "apps/autotune_cli/describe.h"
@@ -15,14 +15,21 @@ int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& e
   SubcommandLine cli("autotune calibrate",
                      "Measures this device's thresholds (MEC's T; Li et al.'s layout thresholds "
                      "Ct and Nt; layout-transform bandwidths), prints them and stores them in "
-                     "the tuning cache under this device, replacing earlier ones.");
+                     "the tuning cache under this device, replacing earlier ones. On the GPU "
+                     "(--device cuda): MEC's T and the transform bandwidths; Ct and Nt stay "
+                     "absent until the GPU has CHWN solvers.");
+  device_option(cli, "the GPU's MEC T and transform bandwidths, stored in the GPU's own section "
+                     "of the cache");
   cli.common_options();
   if (!cli.parse(args, out, 0, 0)) return 0;
+  const Device device_kind = parse_device_option(cli.options());
+  require_device(device_kind);
   apply_threads(cli.options());
-  const DeviceIdentity device = this_device();
+  const DeviceIdentity device = this_device(device_kind);
   const std::filesystem::path path = tune_cache_path(cli.options());
 
   CalibrationOptions options;
+  options.device = device_kind;
   options.progress = [&out](const std::string& line) { out << "  " << line << "\n" << std::flush; };
   out << "calibrating " << device.id << " (" << fingerprint_summary(device.fields) << ")\n";
   const DeviceThresholds thresholds = calibrate_device(options);

@@ -4,6 +4,7 @@
 
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
+#include "core/cuda_runtime.h"
 #include "core/threading.h"
 
 namespace tunecnn {
@@ -90,6 +91,26 @@ std::filesystem::path tune_cache_path(const CommandLine& options) {
                                    : default_tuning_cache_path();
 }
 
-DeviceIdentity this_device() { return device_identity(Device::cpu); }
+void device_option(SubcommandLine& cli, const std::string& what) {
+  cli.option("device", "cpu",
+             "cpu, or cuda (the first NVIDIA GPU; needs a build with -DTUNECNN_CUDA=ON): " + what);
+}
+
+Device parse_device_option(const CommandLine& options) {
+  try {
+    return parse_device(options.get("device"));
+  } catch (const Error& e) {
+    throw UsageError("--device: " + e.message());
+  }
+}
+
+void require_device(Device device) {
+  if (device == Device::cpu) return;
+  TUNECNN_CHECK(cuda_built(), "--device cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
+  TUNECNN_CHECK(cuda_device_count() > 0,
+                "--device cuda: no CUDA device visible (cudaGetDeviceCount returned 0)");
+}
+
+DeviceIdentity this_device(Device device) { return device_identity(device); }
 
 }  // namespace tunecnn

@@ -52,7 +52,16 @@ void apply_threads(const CommandLine& options);
 // --tune-cache, else default_tuning_cache_path().
 std::filesystem::path tune_cache_path(const CommandLine& options);
 
-// This machine's CPU as the tuning cache names it, under the current thread count.
-DeviceIdentity this_device();
+// --device cpu|cuda (declare it with device_option()); UsageError for anything else.
+void device_option(SubcommandLine& cli, const std::string& what);
+Device parse_device_option(const CommandLine& options);
+
+// Throws Error (exit status 1) before any work when `device` cannot run here: the GPU in a
+// build without CUDA, or on a machine where cudaGetDeviceCount finds none.
+void require_device(Device device);
+
+// This machine's device as the tuning cache names it: the CPU under the current thread count, or
+// the first GPU (device_identity).
+DeviceIdentity this_device(Device device = Device::cpu);
 
 }  // namespace tunecnn

@@ -6,6 +6,7 @@
 #include "apps/autotune_cli/options.h"
 #include "apps/autotune_cli/subcommands.h"
 #include "apps/autotune_cli/text_table.h"
+#include "autotune/device_clock.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "models/registry.h"
@@ -142,6 +143,8 @@ SubcommandLine profile_command_line() {
              "cached (profile what the cache lacks), full (profile everything), verify (re-time "
              "the best candidates another device measured)");
   cli.option("max-workspace", "", "largest conv workspace a candidate may use, in bytes");
+  device_option(cli, "the model moves there and is profiled with the GPU's solvers, timed with "
+                     "CUDA events, into the GPU's own section of the cache");
   cli.common_options();
   return cli;
 }
@@ -167,11 +170,15 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   const DataShape& data = data_shape(o.get("data"));
   const int batch = positive(o, "batch");
   const TunePolicy policy = profile_policy(o.get("tune"));
+  const Device device_kind = parse_device_option(o);
+  require_device(device_kind);
   TunerOptions options;
+  // On the GPU a call only queues kernels: candidates are timed by the GPU's own clock.
+  if (device_kind != Device::cpu) options.clock = device_clock(device_kind);
   if (o.has("max-workspace")) options.max_workspace_bytes = parse_bytes(o.get("max-workspace"));
   options.warn = [&err](std::string_view message) { err << "warning: " << message << "\n"; };
   apply_threads(o);
-  const DeviceIdentity device = this_device();
+  const DeviceIdentity device = this_device(device_kind);
 
   auto tuner = std::make_shared<TunedPlanner>(policy, tune_cache_path(o), options, device.id,
                                                   device.fields);
@@ -179,6 +186,9 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   Rng rng(1);
   const Shape example = example_shape(data, o.get("model"));
   auto model = build_model(o.get("model"), ModelOptions{example, data.classes, {}}, rng);
+  // As `train --device cuda` does: the planner traces the model where its parameters are and
+  // stamps every problem with that device.
+  if (device_kind != Device::cpu) model->to(device_kind);
   NetworkPlanner planner(tuner);
   planner.on_profile = [&err](int index, int count, const std::string& key) {
     err << "[" << index << "/" << count << "] " << key << "\n" << std::flush;
