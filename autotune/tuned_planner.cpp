@@ -533,7 +533,7 @@ TunedPlannerStats TunedPlanner::stats() const {
 std::string TunedPlanner::summary() const {
   const TunedPlannerStats s = stats();
   char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f", s.profile_seconds);
+  std::snprintf(seconds, sizeof seconds, "%.2f", s.profile_seconds);
   std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
                     " problems, " + std::to_string(s.from_cache) + " from cache, " +
                     std::to_string(s.profiled) + " profiled";

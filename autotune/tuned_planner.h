@@ -131,7 +131,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
 
   TunePolicy policy() const { return policy_; }
   TunedPlannerStats stats() const;
-  // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.3 s (cache FILE)".
+  // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.27 s (cache FILE)".
   std::string summary() const;
   const std::filesystem::path& cache_path() const { return cache_path_; }  // empty: in memory
   const TuningCache& cache() const { return cache_; }

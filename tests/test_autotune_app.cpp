@@ -263,7 +263,7 @@ TEST_F(AutotuneApp, ProfileTunesLenetOnceThenReusesEveryKey) {
   const Outcome second = autotune(args);
   ASSERT_EQ(second.status, 0) << second.err;
   EXPECT_EQ(last_line(second.out),
-            "profiled 0, reused " + std::to_string(profiled) + ", seconds 0.0")
+            "profiled 0, reused " + std::to_string(profiled) + ", seconds 0.00")
       << second.out;
   EXPECT_FALSE(contains(second.err, "[1/")) << second.err;
 }
