@@ -103,16 +103,15 @@ class PoolVerifier {
   std::map<Layout, Tensor> reference_in_;
 };
 
-// What a candidate is timed on: made directly in `layout` on the problem's device, inputs
-// hash-filled, outputs zero; values are never checked, so nothing is converted (see the conv
-// tuner's timing_conv_args).
-PoolArgs timing_pool_args(const PoolProblem& p, Layout layout, std::uint64_t seed) {
+// What a candidate is timed on: inputs hash-filled, outputs zero, on the problem's device. One
+// set serves every layout, viewed in it (see the conv tuner's viewed_in_layout).
+PoolArgs timing_pool_args(const PoolProblem& p, std::uint64_t seed) {
   const auto input = [&](const Shape& shape, std::uint64_t stream) {
-    Tensor t = Tensor::empty(shape, p.dt, Device::cpu, layout);
+    Tensor t = Tensor::empty(shape, p.dt);
     hash_fill(t, -1, 1, seed + stream);
     return t.to(p.device);
   };
-  const auto output = [&](const Shape& shape) { return Tensor::zeros(shape, p.dt, Device::cpu, layout).to(p.device); };
+  const auto output = [&](const Shape& shape) { return Tensor::zeros(shape, p.dt).to(p.device); };
   PoolArgs args;
   args.src = input(p.src_shape(), 0);
   if (p.dir == Direction::fwd) {
@@ -122,6 +121,11 @@ PoolArgs timing_pool_args(const PoolProblem& p, Layout layout, std::uint64_t see
     args.diff_src = output(p.src_shape());
   }
   return args;
+}
+
+PoolArgs viewed_in_layout(const PoolArgs& args, Layout layout) {
+  const auto view = [layout](const Tensor& t) { return t.defined() ? t.with_layout(layout) : t; };
+  return {view(args.src), view(args.dst), view(args.diff_src), view(args.diff_dst)};
 }
 
 class PoolSearch {
@@ -176,15 +180,17 @@ class PoolSearch {
   }
 
   const PoolArgs& timing_args(Layout layout) {
+    if (!timing_base_.src.defined()) timing_base_ = timing_pool_args(problem_, options_.seed);
     auto it = timing_args_.find(layout);
-    if (it == timing_args_.end()) it = timing_args_.emplace(layout, timing_pool_args(problem_, layout, options_.seed)).first;
+    if (it == timing_args_.end()) it = timing_args_.emplace(layout, viewed_in_layout(timing_base_, layout)).first;
     return it->second;
   }
 
   PoolProblem problem_;
   const TunerOptions& options_;
   CandidateSearch search_;
-  std::map<Layout, PoolArgs> timing_args_;
+  PoolArgs timing_base_;                   // NCHW
+  std::map<Layout, PoolArgs> timing_args_;  // views of timing_base_
   std::unique_ptr<PoolVerifier> verifier_;
 };
 
