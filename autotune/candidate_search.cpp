@@ -23,7 +23,7 @@ constexpr double kTieFraction = 0.02;
 // so do two calls whose faster one is still beyond kLosingMargin of it. A scout's call is cold (no
 // warm-up before it: fresh workspace pages, idle threads), so alone it ends the timing only when it
 // is kColdHopelessFactor slower.
-constexpr double kHopelessFactor = 1.25;
+constexpr double kHopelessFactor = 1.15;
 constexpr double kColdHopelessFactor = 2;
 constexpr double kLosingMargin = 0.03;
 // Calls longer than this need no separate warm-up.
@@ -53,6 +53,23 @@ double median_of(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// The calls one candidate has had so far; a scouted candidate keeps its first timed call here
+// until the rest of its timing.
+struct CallSamples {
+  std::vector<double> times;  // the timed calls, seconds
+  double spent = 0;           // their sum
+  double warmup_s = 0;        // the untimed warm-up calls
+  bool cold_first = false;    // times[0] had no warm-up before it (a scout's call)
+
+  // The calls the median, spread and settling are taken over: a cold first call is dropped once
+  // warm ones follow (it decides only whether there are more), since it would otherwise hold the
+  // median off settling for two more calls.
+  std::vector<double> warm() const {
+    if (cold_first && times.size() > 1) return {times.begin() + 1, times.end()};
+    return times;
+  }
+};
+
 bool settled(const std::vector<double>& times, const TunerOptions& o) {
   if (static_cast<int>(times.size()) < std::max(o.min_repeats, kSettleLookback + 1)) return false;
   const double now = median_of(times);
@@ -66,14 +83,6 @@ bool settled(const std::vector<double>& times, const TunerOptions& o) {
 // A candidate that cannot win: its median will be at least its fastest call, and that is already
 // slower than the best median so far (`bound_s`) by more than the noise allows. One call decides
 // only when it is far slower; two when it is close, so one unlucky call does not drop a rival.
-// The calls one candidate has had so far; a scouted candidate keeps its first timed call here
-// until the rest of its timing.
-struct CallSamples {
-  std::vector<double> times;  // the timed calls, seconds
-  double spent = 0;           // their sum
-  double warmup_s = 0;        // the untimed warm-up calls
-  bool cold_first = false;    // times[0] had no warm-up before it (a scout's call)
-};
 
 bool hopeless(const CallSamples& s, double bound_s) {
   if (bound_s <= 0 || s.times.empty()) return false;
@@ -113,7 +122,7 @@ void warm_up(const std::function<void()>& call, const TunerOptions& o,
 bool timing_done(const CallSamples& s, const TunerOptions& o, double bound_s) {
   if (s.times.empty()) return false;
   return static_cast<int>(s.times.size()) >= o.max_repeats || s.spent >= o.max_seconds ||
-         settled(s.times, o) || hopeless(s, bound_s) ||
+         settled(s.warm(), o) || hopeless(s, bound_s) ||
          (bound_s > 0 && s.spent >= kRivalBudget * bound_s);
 }
 
@@ -123,8 +132,9 @@ void time_until_done(const std::function<void()>& call, const TunerOptions& o,
 }
 
 CallTiming summarise(const CallSamples& s) {
-  const auto [lo, hi] = std::minmax_element(s.times.begin(), s.times.end());
-  return {median_of(s.times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(s.times.size()),
+  const std::vector<double> times = s.warm();
+  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size()),
           s.warmup_s * 1e3};
 }
 
@@ -396,7 +406,7 @@ double CandidateSearch::finish(Attempt& a) {
     result.runs = t.runs;
     a.cost.timing_s = a.samples.warmup_s + a.samples.spent;
     a.cost.warmup_s = a.samples.warmup_s;
-    a.cost.calls = t.runs;
+    a.cost.calls = static_cast<int>(a.samples.times.size());  // a dropped cold call included
   }
   const auto at = std::upper_bound(ranks_.begin(), ranks_.end(), a.rank);
   const auto index = at - ranks_.begin();

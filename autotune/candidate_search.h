@@ -39,10 +39,10 @@ struct TunerOptions {
   // The memory budget (--max-workspace). Candidates over it are skipped and not recorded: the
   // entry keeps what could run, and a bigger budget later is a different tuning question.
   std::size_t max_workspace_bytes = SIZE_MAX;
-  // max_repeats bounds the leader of a search (rivals stop earlier, see time_calls): under load its
-  // median may never settle, and 6 calls bound its cost to 6 of its own calls; the playoff
-  // (CandidateSearch::try_trials) then re-times it against a close runner-up in alternation.
-  int warmup = 1, min_repeats = 3, max_repeats = 6;
+  // max_repeats bounds the leader of a search (rivals stop earlier, see time_calls): its median
+  // only has to bound the rivals, since the playoff (CandidateSearch::try_trials) then re-times it
+  // against a close runner-up in alternation; 4 calls (a cold scouting call and 3 warm ones).
+  int warmup = 1, min_repeats = 3, max_repeats = 4;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
   // The layouts the caller can run in (layers run in any; the layout planner picks).
@@ -71,7 +71,7 @@ struct CallTiming {
 // The tuner's timing policy for any call (calibration uses it too): warm-up (a call over 50 ms is
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
-// seconds), a first call over 1.25x the bound ends the timing, so does a fastest call over
+// seconds), a first call over 1.15x the bound ends the timing, so does a fastest call over
 // 1.03x of it after two, and so does having spent 4x the bound (a close rival's repeats).
 // Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
