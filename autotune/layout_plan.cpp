@@ -1,5 +1,6 @@
 #include "autotune/layout_plan.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -66,6 +67,28 @@ LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const Transf
   return out;
 }
 
+double assignment_ms(const std::vector<LayoutNode>& nodes, const std::vector<Layout>& layouts,
+                     const TransformCost& transform, Layout input_layout) {
+  TUNECNN_CHECK(layouts.size() == nodes.size(), "layout planning: ", layouts.size(), " layouts for ",
+                nodes.size(), " layers");
+  double total = 0;
+  Layout previous = input_layout;
+  for (std::size_t i = 0; i < nodes.size() && std::isfinite(total); ++i) {
+    total += transform_between(transform, nodes[i].input, previous, layouts[i]) +
+             nodes[i].cost_ms[static_cast<int>(layouts[i])];
+    previous = layouts[i];
+  }
+  return total;
+}
+
+std::array<double, kLayoutCount> merge_near_ties(std::array<double, kLayoutCount> cost_ms, double fraction) {
+  const double cheapest = *std::min_element(cost_ms.begin(), cost_ms.end());
+  if (!std::isfinite(cheapest)) return cost_ms;
+  for (double& cost : cost_ms)
+    if (cost <= cheapest * (1 + fraction)) cost = cheapest;
+  return cost_ms;
+}
+
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
                                           const TransformCost& transform, Layout input_layout) {
   check_runnable(nodes);
@@ -78,18 +101,10 @@ LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
   for (std::size_t code = 0; code < combinations; ++code) {
     std::size_t rest = code;
     for (std::size_t i = n; i-- > 0;) choice[i] = static_cast<int>(rest % kLayoutCount), rest /= kLayoutCount;
-    double total = 0;
-    Layout previous = input_layout;
-    for (std::size_t i = 0; i < n && std::isfinite(total); ++i) {
-      total += transform_between(transform, nodes[i].input, previous, layout_at(choice[i])) +
-               nodes[i].cost_ms[choice[i]];
-      previous = layout_at(choice[i]);
-    }
-    if (total < out.total_ms) {
-      out.total_ms = total;
-      out.layouts.clear();
-      for (int c : choice) out.layouts.push_back(layout_at(c));
-    }
+    std::vector<Layout> layouts;
+    for (int c : choice) layouts.push_back(layout_at(c));
+    const double total = assignment_ms(nodes, layouts, transform, input_layout);
+    if (total < out.total_ms) out = {layouts, total};
   }
   TUNECNN_CHECK(!out.layouts.empty(), "layout planning: no layout assignment can run the network");
   return out;

@@ -37,6 +37,21 @@ struct LayoutAssignment {
 LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
                               Layout input_layout = Layout::NCHW);
 
+// What an assignment costs: node costs plus transforms, the input arriving in `input_layout`.
+double assignment_ms(const std::vector<LayoutNode>& nodes, const std::vector<Layout>& layouts,
+                     const TransformCost& transform, Layout input_layout = Layout::NCHW);
+
+// Layer costs within this fraction of the layer's best layout count as equal when layouts are
+// chosen: close candidates' medians move by about this much between runs on an idle machine
+// (AlexNet's conv1 and conv2 went to im2col_gemm/NCHW or mec/NHWC by the run, 1-3% apart).
+inline constexpr double kLayoutTieFraction = 0.03;
+
+// The layer's costs with every layout within `fraction` of its cheapest one set equal to it.
+// Layouts whose timings differ by less than the run-to-run noise then tie exactly, and
+// plan_layouts' fixed tie-breaking (the transforms around the layer, then the lower Layout
+// value) decides them the same way on every run instead of by the noise of this run.
+std::array<double, kLayoutCount> merge_near_ties(std::array<double, kLayoutCount> cost_ms, double fraction);
+
 // Every assignment tried: the check for plan_layouts on small chains.
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
                                           const TransformCost& transform,

@@ -209,10 +209,14 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     }
   }
   const auto transform = [this](const Shape& s, Layout a, Layout b) { return tuner_->transform_cost(s, a, b); };
-  const LayoutAssignment assignment = plan_layouts(nodes, transform);
+  // Decided on costs with near-ties merged, so two runs pick the same layouts where the timings
+  // cannot tell them apart; reported at the measured costs.
+  std::vector<LayoutNode> decision = nodes;
+  for (LayoutNode& node : decision) node.cost_ms = merge_near_ties(node.cost_ms, kLayoutTieFraction);
+  const LayoutAssignment assignment = plan_layouts(decision, transform);
 
   NetworkPlanReport report;
-  report.total_ms = assignment.total_ms;
+  report.total_ms = assignment_ms(nodes, assignment.layouts, transform);
   if (!softmax_problems.empty()) report.softmax = softmax_problems.front();
   report.softmax_solver = softmax_solver;
   Layout previous = Layout::NCHW;  // the data arrives NCHW

@@ -447,7 +447,7 @@ ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   flush();  // a layer planned alone is a pass of its own
   if (!entries) return untimed_plan(fwd_problem);
   // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
-  LayoutNode conv{fwd_problem.src_shape(), layout_costs(fwd_problem, *entries)};
+  LayoutNode conv{fwd_problem.src_shape(), merge_near_ties(layout_costs(fwd_problem, *entries), kLayoutTieFraction)};
   LayoutNode consumer{fwd_problem.dst_shape(), {0, kCannotRun, kCannotRun}};
   const LayoutAssignment chosen = plan_layouts(
       {conv, consumer}, [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });

@@ -115,4 +115,44 @@ TEST(LayoutTransform, EveryPairMatchesTheReferenceOnOddSizes) {
 }
 
 }  // namespace
+// Near-ties: within the fraction of the layer's cheapest layout, costs merge to it; others and
+// layouts that cannot run stay as they are.
+TEST(LayoutPlan, NearTiesMergeToTheCheapest) {
+  const std::array<double, kLayoutCount> merged = merge_near_ties({10.2, kCannotRun, 10.0}, 0.03);
+  EXPECT_EQ(merged[0], 10.0);
+  EXPECT_EQ(merged[1], kCannotRun);
+  EXPECT_EQ(merged[2], 10.0);
+  EXPECT_EQ(merge_near_ties({10.0, 12.0, 10.5}, 0.03)[1], 12.0);
+  EXPECT_EQ(merge_near_ties({10.0, 12.0, 10.5}, 0.03)[2], 10.5);
+  EXPECT_EQ(merge_near_ties({kCannotRun, kCannotRun, kCannotRun}, 0.03)[0], kCannotRun);
+}
+
+// A layer 2% faster in NHWC, between an NCHW input and a layer that runs only in NCHW: measured
+// as is, the DP puts it in NHWC when the two transforms cost less than the 2%, and in NCHW when
+// the same layer measures 2% slower there on the next run. Merged, both runs decide it by the
+// transforms alone.
+TEST(LayoutPlan, MergedNearTiesGiveTheSamePlanWhicheverWayTheNoiseWent) {
+  const TransformCost transform = [](const Shape&, Layout, Layout) { return 0.05; };
+  const auto chain = [](double nchw, double nhwc) {
+    std::vector<LayoutNode> nodes(2);
+    nodes[0].input = nodes[1].input = {1, 1, 1, 1};
+    nodes[0].cost_ms = {nchw, kCannotRun, nhwc};
+    nodes[1].cost_ms = {5, kCannotRun, kCannotRun};
+    return nodes;
+  };
+  const auto merged = [](std::vector<LayoutNode> nodes) {
+    for (LayoutNode& node : nodes) node.cost_ms = merge_near_ties(node.cost_ms, 0.03);
+    return nodes;
+  };
+  const std::vector<LayoutNode> run_a = chain(10.0, 9.8), run_b = chain(9.8, 10.0);
+  EXPECT_EQ(plan_layouts(run_a, transform).layouts[0], Layout::NHWC);
+  EXPECT_EQ(plan_layouts(run_b, transform).layouts[0], Layout::NCHW);
+  EXPECT_EQ(plan_layouts(merged(run_a), transform).layouts[0], Layout::NCHW);
+  EXPECT_EQ(plan_layouts(merged(run_b), transform).layouts[0], Layout::NCHW);
+  // The cost of a plan is still what was measured.
+  const std::vector<Layout> plan = plan_layouts(merged(run_a), transform).layouts;
+  EXPECT_DOUBLE_EQ(assignment_ms(run_a, plan, transform), 15.0);
+  EXPECT_DOUBLE_EQ(assignment_ms(run_a, plan, transform), cost_of(run_a, plan, transform));
+}
+
 }  // namespace tunecnn
