@@ -34,6 +34,11 @@ constexpr double kRivalBudget = 4;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
 constexpr double kClimbFactor = 1.3;
+// A solver that asks for a sweep (the diagonal depthwise solver's group size, whose cost curve may
+// dip more than once) is swept only when its default is within this factor of the best so far:
+// on MobileNet its default was 4-8x behind direct kernels and the sweep's larger group sizes
+// slower still, yet they cost a third of the profiling pass.
+constexpr double kSweepFactor = 2;
 // The two fastest of a pass are timed again in alternation when the second is within this factor
 // of the first, for this many calls each.
 constexpr double kPlayoffFactor = 1.3;
@@ -295,11 +300,13 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
     const std::size_t number = scouts[i].rank.first;
     const std::size_t warmed = scouts[i].wrong.empty() ? scouts[i].bytes : 0;
     const double default_ms = finish(scouts[i]);
-    if (trial.sweep || options_.config_search == TunerOptions::ConfigSearch::exhaustive) {
+    // A wrong default (infinite): its other configs may be right.
+    const auto within = [&](double factor) { return !std::isfinite(default_ms) || default_ms <= factor * best_seconds() * 1e3; };
+    if (options_.config_search == TunerOptions::ConfigSearch::exhaustive || (trial.sweep && within(kSweepFactor))) {
       for (std::size_t c = 1; c < trial_configs.size(); ++c)
         try_candidate(trial, trial_configs[c], {number, c}, warmed);
-    } else if (!std::isfinite(default_ms) || default_ms <= kClimbFactor * best_seconds() * 1e3) {
-      climb(trial, trial_configs, number, default_ms, warmed);  // a wrong default: others may be right
+    } else if (!trial.sweep && within(kClimbFactor)) {
+      climb(trial, trial_configs, number, default_ms, warmed);
     }
   }
   playoff(trials, next_trial_ - trials.size());
@@ -416,14 +423,14 @@ double CandidateSearch::finish(Attempt& a) {
   return result.correct ? result.median_ms : std::numeric_limits<double>::infinity();
 }
 
-// A candidate of a trial whose other configs may have run already: no warm-up when one of them
-// has run with at least this workspace, so the code, the arguments and the allocator's memory
-// are warm (a bigger workspace gets one: its first call would pay for fresh pages).
+// A candidate of a trial whose other configs may have run already: warm when one of them has run
+// with at least this workspace, so the code, the arguments and the allocator's memory are warm.
+// With a bigger workspace its first call pays for fresh pages: it is taken as a cold call, like a
+// scout's, rather than preceded by a warm-up that cost as much as the call itself.
 double CandidateSearch::try_candidate(const SolverTrial& trial, const TuneConfig& config, Rank rank,
                                       std::size_t warmed_bytes) {
   Attempt a = check(trial, config, rank);
-  if (a.wrong.empty() && (warmed_bytes == 0 || a.bytes > warmed_bytes))
-    warm_up([&] { trial.run(config, a.bytes); }, options_, clock_, a.samples);
+  a.samples.cold_first = warmed_bytes == 0 || a.bytes > warmed_bytes;
   return finish(a);
 }
 

@@ -375,6 +375,22 @@ TEST(ConvTuner, SolversAskingForASweepGetEveryConfigTimed) {
   }
 }
 
+// A sweep is for a solver in contention: with its default (2 ms) over twice the best so far it is
+// not swept; within twice it is, and its third config wins.
+TEST(ConvTuner, ASweepIsSkippedWhenTheDefaultIsOverTwiceTheBest) {
+  for (const double best_s : {0.9e-3, 1.1e-3}) {
+    Harness h;
+    DippingConfigSolver dipping(h.clock, true);
+    FakeSolver best("best", h.clock, best_s);
+    TunerOptions o = h.options();
+    o.solvers = {&dipping, &best};
+    const TuningEntry e = tune_conv(kSmall, o);
+    const bool swept = 2e-3 <= 2 * best_s;
+    EXPECT_EQ(e.candidates.size(), swept ? 4u : 2u) << "best " << best_s;
+    EXPECT_EQ(e.solver, swept ? "dipping" : "best") << "best " << best_s;
+  }
+}
+
 // bench plans --breakdown: one report per search, a cost per candidate in the entry's order, in
 // the search's clock (here the fake one, which moves only when a fake solver runs: in its check
 // on the small problem and its timed calls; a scout's first call is timed cold, with no warm-up);
