@@ -30,7 +30,7 @@ constexpr double kLosingMargin = 0.03;
 constexpr double kLongCallSeconds = 0.05;
 // A rival of the best so far is timed for at most this many of the best's calls (close pairs are
 // settled by the playoff, in alternation, not by long solo runs).
-constexpr double kRivalBudget = 4;
+constexpr double kRivalBudget = 3;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
 constexpr double kClimbFactor = 1.3;
@@ -41,7 +41,7 @@ constexpr double kClimbFactor = 1.3;
 constexpr double kSweepFactor = 2;
 // The two fastest of a pass are timed again in alternation when the second is within this factor
 // of the first, for this many calls each.
-constexpr double kPlayoffFactor = 1.3;
+constexpr double kPlayoffFactor = 1.15;
 constexpr int kPlayoffRounds = 2;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
 constexpr int kSettleLookback = 2;

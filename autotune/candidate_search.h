@@ -72,7 +72,7 @@ struct CallTiming {
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
 // seconds), a first call over 1.15x the bound ends the timing, so does a fastest call over
-// 1.03x of it after two, and so does having spent 4x the bound (a close rival's repeats).
+// 1.03x of it after two, and so does having spent 3x the bound (a close rival's repeats).
 // Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
                       double bound_s = 0);
@@ -110,7 +110,7 @@ class CandidateSearch {
   // per options.config_search; configs over the workspace budget are skipped and not recorded.
   // The trials' default configs are scouted first (one cold timed call each) and the
   // trials finished fastest scout first, so the rest meet a tight bound; a trial whose default is
-  // over 1.3x the best so far does not climb. Last, when the runner-up is within 1.3x of the
+  // over 1.3x the best so far does not climb. Last, when the runner-up is within 1.15x of the
   // fastest, the two are timed again in alternation and those timings stand. Results keep the
   // enumeration order.
   void try_trials(const std::vector<SolverTrial>& trials);
