@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/init.h"
 #include "core/tensor.h"
 
 namespace tunecnn {
@@ -235,6 +236,16 @@ std::vector<CandidateResult> best_per_layout(const std::vector<CandidateResult>&
     return a.median_ms < b.median_ms;
   });
   return best;
+}
+
+Tensor timing_input(const Shape& shape, DType dt, Device device, std::uint64_t seed) {
+  Tensor t = Tensor::empty(shape, dt);
+  hash_fill(t, -1, 1, seed);
+  return t.to(device);
+}
+
+Tensor timing_output(const Shape& shape, DType dt, Device device) {
+  return Tensor::zeros(shape, dt).to(device);
 }
 
 Provenance provenance_now() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autotune/records.h"
+#include "core/tensor.h"
 
 namespace tunecnn {
 
@@ -150,5 +151,11 @@ class CandidateSearch {
 
 // Where a decision came from: this host, now, this build.
 Provenance provenance_now();
+
+// The tuners' timing arguments, whose values are never read back: an input hash-filled in
+// [-1, 1) (hash_fill: cheap for batch-sized tensors) and an output of zeros, made on the CPU in
+// NCHW and moved to `device`. A search views one set in every layout (Tensor::with_layout).
+Tensor timing_input(const Shape& shape, DType dt, Device device, std::uint64_t seed);
+Tensor timing_output(const Shape& shape, DType dt, Device device);
 
 }  // namespace tunecnn

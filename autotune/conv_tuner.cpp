@@ -5,7 +5,6 @@
 #include <map>
 #include <memory>
 
-#include "core/init.h"
 #include "core/rng.h"
 #include "ops/conv/registry.h"
 #include "ops/conv/verify.h"
@@ -116,12 +115,8 @@ class Verifier {
 // hash-filled, outputs zero. As large as a training batch, so this is kept cheap: drawing them
 // from the RNG and converting all six to every layout took longer than timing some candidates.
 ConvArgs timing_conv_args(const ConvProblem& p, std::uint64_t seed) {
-  const auto input = [&](const Shape& shape, std::uint64_t stream) {
-    Tensor t = Tensor::empty(shape, p.dt);
-    hash_fill(t, -1, 1, seed + stream);
-    return t.to(p.device);
-  };
-  const auto output = [&](const Shape& shape) { return Tensor::zeros(shape, p.dt).to(p.device); };
+  const auto input = [&](const Shape& shape, std::uint64_t stream) { return timing_input(shape, p.dt, p.device, seed + stream); };
+  const auto output = [&](const Shape& shape) { return timing_output(shape, p.dt, p.device); };
   ConvArgs args;
   if (p.dir != Direction::bwd_data) args.src = input(p.src_shape(), 0);
   if (p.dir != Direction::bwd_weights) args.wei = input(p.wei_shape(), 1);

@@ -106,19 +106,13 @@ class PoolVerifier {
 // What a candidate is timed on: inputs hash-filled, outputs zero, on the problem's device. One
 // set serves every layout, viewed in it (see the conv tuner's viewed_in_layout).
 PoolArgs timing_pool_args(const PoolProblem& p, std::uint64_t seed) {
-  const auto input = [&](const Shape& shape, std::uint64_t stream) {
-    Tensor t = Tensor::empty(shape, p.dt);
-    hash_fill(t, -1, 1, seed + stream);
-    return t.to(p.device);
-  };
-  const auto output = [&](const Shape& shape) { return Tensor::zeros(shape, p.dt).to(p.device); };
   PoolArgs args;
-  args.src = input(p.src_shape(), 0);
+  args.src = timing_input(p.src_shape(), p.dt, p.device, seed);
   if (p.dir == Direction::fwd) {
-    args.dst = output(p.dst_shape());
+    args.dst = timing_output(p.dst_shape(), p.dt, p.device);
   } else {
-    args.diff_dst = input(p.dst_shape(), 1);
-    args.diff_src = output(p.src_shape());
+    args.diff_dst = timing_input(p.dst_shape(), p.dt, p.device, seed + 1);
+    args.diff_src = timing_output(p.src_shape(), p.dt, p.device);
   }
   return args;
 }
