@@ -13,6 +13,7 @@
 #include "apps/autotune_cli/options.h"
 #include "autotune/tuning_cache.h"
 #include "core/threading.h"
+#include "support/autotune_runs.h"
 #include "support/test_data.h"
 
 namespace tunecnn {
@@ -20,19 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = testing::AutotuneOutcome;
 
-Outcome autotune(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Outcome run;
-  run.status = run_autotune(args, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
+Outcome autotune(const std::vector<std::string>& args) { return testing::run_autotune_captured(args); }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

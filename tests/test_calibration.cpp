@@ -10,6 +10,7 @@
 
 #include "autotune/calibration.h"
 #include "ops/conv/registry.h"
+#include "support/autotune_runs.h"
 #include "support/conv_testing.h"
 
 namespace tunecnn {
@@ -186,15 +187,9 @@ TEST(Calibration, ThresholdPlanGroupedConvSkipsMec) {
   expect_plan_correct(tight, p, budget);
 }
 
-// Short timing: one call per measurement, so the real runs below stay quick.
+// Short timing, so the real runs below stay quick.
 CalibrationOptions quick_options(std::vector<std::string>* lines) {
-  CalibrationOptions options;
-  options.timing.warmup = 0;
-  options.timing.min_repeats = 1;
-  options.timing.max_repeats = 3;
-  options.timing.max_seconds = 0.01;
-  options.progress = [lines](const std::string& line) { lines->push_back(line); };
-  return options;
+  return testing::quick_calibration_options(Device::cpu, lines);
 }
 
 TEST(Calibration, TransformsMeasureEveryPair) {

@@ -24,6 +24,7 @@
 #include "core/cuda_runtime.h"
 #include "ops/conv/registry.h"
 #include "ops/pool/pool2d.h"
+#include "support/autotune_runs.h"
 #include "support/capture.h"
 #include "support/expect_error.h"
 #include "support/test_data.h"
@@ -53,30 +54,12 @@ ConvBenchOptions parse_bench(std::vector<const char*> args) {
   return conv_bench_options(cli);
 }
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = testing::AutotuneOutcome;
 
-Outcome autotune(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Outcome run;
-  run.status = run_autotune(args, out, err);
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
+Outcome autotune(const std::vector<std::string>& args) { return testing::run_autotune_captured(args); }
 
-// Short timing: one call per measurement, so calibration stays quick.
 CalibrationOptions quick_options(Device device, std::vector<std::string>* lines) {
-  CalibrationOptions options;
-  options.device = device;
-  options.timing.warmup = 0;
-  options.timing.min_repeats = 1;
-  options.timing.max_repeats = 3;
-  options.timing.max_seconds = 0.01;
-  options.progress = [lines](const std::string& line) { lines->push_back(line); };
-  return options;
+  return testing::quick_calibration_options(device, lines);
 }
 
 // ---- everywhere -----------------------------------------------------------------------------
