@@ -31,7 +31,7 @@ constexpr double kLosingMargin = 0.03;
 constexpr double kLongCallSeconds = 0.05;
 // A rival of the best so far is timed for at most this many of the best's calls (close pairs are
 // settled by the playoff, in alternation, not by long solo runs).
-constexpr double kRivalBudget = 3;
+constexpr double kRivalBudget = 2;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
 constexpr double kClimbFactor = 1.3;
@@ -40,8 +40,8 @@ constexpr double kClimbFactor = 1.3;
 // on MobileNet its default was 4-8x behind direct kernels and the sweep's larger group sizes
 // slower still, yet they cost a third of the profiling pass.
 constexpr double kSweepFactor = 2;
-// The two fastest of a pass are timed again in alternation when the second is within this factor
-// of the first, for this many calls each.
+// A pass's finalists (the two fastest and each layout's fastest) within this factor of the
+// fastest are timed again in alternation, for this many calls each.
 constexpr double kPlayoffFactor = 1.15;
 constexpr int kPlayoffRounds = 2;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
@@ -324,38 +324,47 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
 }
 
 // Each candidate was timed on its own, in whatever load the machine had at that moment, so a
-// burst during the leader's calls can hand the win to a slower rival. When the runner-up of this
-// pass is within kPlayoffFactor of the fastest, both are called in alternation (a, b, a, b, ...),
-// so both see the same load, and those calls' medians replace both timings.
+// burst during the leader's calls can hand the win to a slower rival, and the best candidates of
+// two layouts, which the layout DP weighs against each other, can swap places between runs. The
+// finalists of this pass (the two fastest, and the fastest in each other layout) that are within
+// kPlayoffFactor of the fastest are called in alternation (a, b, c, a, b, c, ...), so all see the
+// same load, and those calls' medians replace their timings.
 void CandidateSearch::playoff(const std::vector<SolverTrial>& trials, std::size_t first_number) {
   std::vector<std::size_t> timed;  // indices into results_, of this pass's timed candidates
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (ranks_[i].first >= first_number && results_[i].correct && results_[i].runs > 0) timed.push_back(i);
-  if (timed.size() < 2) return;
-  std::partial_sort(timed.begin(), timed.begin() + 2, timed.end(), [&](std::size_t a, std::size_t b) {
+  std::stable_sort(timed.begin(), timed.end(), [&](std::size_t a, std::size_t b) {
     return results_[a].median_ms < results_[b].median_ms;
   });
-  const std::size_t pair[2] = {timed[0], timed[1]};
-  if (results_[pair[1]].median_ms > kPlayoffFactor * results_[pair[0]].median_ms) return;
-  std::function<void()> calls[2];
-  for (int k = 0; k < 2; ++k) {
-    const CandidateResult& r = results_[pair[k]];
+  std::vector<std::size_t> finalists;
+  for (std::size_t rank = 0; rank < timed.size(); ++rank) {
+    const CandidateResult& r = results_[timed[rank]];
+    if (r.median_ms > kPlayoffFactor * results_[timed[0]].median_ms) break;
+    const bool layout_new = std::none_of(finalists.begin(), finalists.end(), [&](std::size_t f) {
+      return results_[f].layout == r.layout;
+    });
+    if (rank < 2 || layout_new) finalists.push_back(timed[rank]);
+  }
+  if (finalists.size() < 2) return;
+  std::vector<std::function<void()>> calls;
+  for (std::size_t f : finalists) {
+    const CandidateResult& r = results_[f];
     const auto trial = std::find_if(trials.begin(), trials.end(), [&](const SolverTrial& t) {
       return t.solver == r.solver && t.layout == r.layout;
     });
-    calls[k] = [trial, config = r.config, bytes = r.workspace_bytes] { trial->run(config, bytes); };
+    calls.push_back([trial, config = r.config, bytes = r.workspace_bytes] { trial->run(config, bytes); });
   }
-  CallSamples samples[2];
+  std::vector<CallSamples> samples(finalists.size());
   for (int round = 0; round < kPlayoffRounds; ++round)
-    for (int k = 0; k < 2; ++k) time_one(calls[k], clock_, samples[k]);
-  for (int k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < finalists.size(); ++k) time_one(calls[k], clock_, samples[k]);
+  for (std::size_t k = 0; k < finalists.size(); ++k) {
     const CallTiming t = summarise(samples[k]);
-    CandidateResult& r = results_[pair[k]];
+    CandidateResult& r = results_[finalists[k]];
     r.median_ms = t.median_ms;
     r.spread_ms = t.spread_ms;
     r.runs = t.runs;
-    costs_[pair[k]].timing_s += samples[k].spent;
-    costs_[pair[k]].calls += t.runs;
+    costs_[finalists[k]].timing_s += samples[k].spent;
+    costs_[finalists[k]].calls += t.runs;
   }
 }
 

@@ -42,8 +42,8 @@ struct TunerOptions {
   std::size_t max_workspace_bytes = SIZE_MAX;
   // max_repeats bounds the leader of a search (rivals stop earlier, see time_calls): its median
   // only has to bound the rivals, since the playoff (CandidateSearch::try_trials) then re-times it
-  // against a close runner-up in alternation; 4 calls (a cold scouting call and 3 warm ones).
-  int warmup = 1, min_repeats = 3, max_repeats = 4;
+  // with the close finalists in alternation; 3 calls (a cold scouting call and 2 warm ones).
+  int warmup = 1, min_repeats = 2, max_repeats = 3;
   double max_seconds = 0.5;  // cap on one candidate's timed calls; at least one call always runs
   double settle = 0.02;      // settled: the last two calls moved the median less than this
   // The layouts the caller can run in (layers run in any; the layout planner picks).
@@ -73,7 +73,7 @@ struct CallTiming {
 // its own warm-up), then timed calls until the median settles, `max_seconds` is spent or
 // `max_repeats` is reached; one timed call at least. With `bound_s` > 0 (the best so far, in
 // seconds), a first call over 1.15x the bound ends the timing, so does a fastest call over
-// 1.03x of it after two, and so does having spent 3x the bound (a close rival's repeats).
+// 1.03x of it after two, and so does having spent 2x the bound (a close rival's repeats).
 // Uses options.clock when set.
 CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
                       double bound_s = 0);
@@ -111,9 +111,9 @@ class CandidateSearch {
   // per options.config_search; configs over the workspace budget are skipped and not recorded.
   // The trials' default configs are scouted first (one cold timed call each) and the
   // trials finished fastest scout first, so the rest meet a tight bound; a trial whose default is
-  // over 1.3x the best so far does not climb. Last, when the runner-up is within 1.15x of the
-  // fastest, the two are timed again in alternation and those timings stand. Results keep the
-  // enumeration order.
+  // over 1.3x the best so far does not climb. Last, the finalists (the two fastest and each
+  // other layout's fastest) within 1.15x of the fastest are timed again in alternation and those
+  // timings stand. Results keep the enumeration order.
   void try_trials(const std::vector<SolverTrial>& trials);
   void try_trial(const SolverTrial& trial);  // one trial alone
   // Exactly these configs of the trial, in order (another device's shortlist under verify).

@@ -445,7 +445,7 @@ TEST(ConvTuner, TheLikelyWinnerIsTimedFirstAndLosersGetOneCall) {
 
 // Costs by call: the leader is steady; the rival alternates 6% over and 3% under the same time,
 // so its median never settles and its fastest call never loses by 3%. It is timed for about
-// kRivalBudget (3) of the leader's calls (then the playoff's), not up to max_repeats alone.
+// kRivalBudget (2) of the leader's calls (then the playoff's), not up to max_repeats alone.
 class AlternatingSolver final : public ConvSolver {
  public:
   AlternatingSolver(FakeClock& clock, double cost_s) : clock_(clock), cost_s_(cost_s) {}
@@ -481,7 +481,7 @@ TEST(ConvTuner, ACloseRivalIsTimedForAFewOfTheLeadersCalls) {
   const auto rival_cost = std::find_if(costs[0].candidates.begin(), costs[0].candidates.end(),
                                        [](const CandidateCost& c) { return c.candidate == "alternating in NCHW"; });
   ASSERT_NE(rival_cost, costs[0].candidates.end());
-  // Its own calls stop once they pass 3 of the leader's (4 calls); then, within 1.15x, the
+  // Its own calls stop once they pass 2 of the leader's (3 calls); then, within 1.15x, the
   // playoff's 2.
   EXPECT_GE(rival_cost->calls, o.min_repeats);
   EXPECT_LE(rival_cost->calls, 4 + 2);
@@ -566,6 +566,48 @@ TEST(ConvTuner, CloseLeadersAreTimedAgainInAlternation) {
   EXPECT_NEAR(find(e, "b")->median_ms, 1.05, 1e-9);
   EXPECT_EQ(find(e, "a")->runs, 2);
   EXPECT_EQ(find(e, "b")->runs, 2);
+}
+
+// A fake in NHWC: the real MEC (default config) does the work, the fake clock says what it cost.
+class NhwcFakeSolver final : public ConvSolver {
+ public:
+  NhwcFakeSolver(std::string name, FakeClock& clock, double cost_s) : name_(std::move(name)), clock_(clock), cost_s_(cost_s) {}
+  std::string_view name() const override { return name_; }
+  bool applicable(const ConvProblem& p, std::string* why) const override { return real().applicable(p, why); }
+  std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::NHWC}; }
+  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
+    return real().workspace_bytes(p, real().configs(p).front());
+  }
+  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
+    real().run(p, real().configs(p).front(), args, ws);
+    clock_.now += cost_s_;
+  }
+
+ private:
+  static const ConvSolver& real() { return *find_conv_solver("mec"); }
+  std::string name_;
+  FakeClock& clock_;
+  double cost_s_;
+};
+
+// The playoff's finalists are the two fastest and each other layout's fastest within 1.15x: the
+// layout DP weighs the layouts' best candidates against each other, so they are timed together.
+// "c", NHWC's fastest, is re-timed with "a" and "b" (its runs are the playoff's 2); "d", second
+// in NHWC, keeps its one solo run.
+TEST(ConvTuner, EachLayoutsFastestJoinsThePlayoff) {
+  Harness h;
+  FakeSolver a("a", h.clock, 1.0e-3), b("b", h.clock, 1.02e-3);
+  NhwcFakeSolver c("c", h.clock, 1.1e-3), d("d", h.clock, 1.12e-3);
+  TunerOptions o = h.options();
+  o.solvers = {&a, &b, &c, &d};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "a");
+  ASSERT_NE(find(e, "c"), nullptr);
+  ASSERT_NE(find(e, "d"), nullptr);
+  EXPECT_EQ(find(e, "c")->layout, Layout::NHWC);
+  EXPECT_EQ(find(e, "c")->runs, 2);
+  EXPECT_NEAR(find(e, "c")->median_ms, 1.1, 1e-9);
+  EXPECT_EQ(find(e, "d")->runs, 1);
 }
 
 }  // namespace
