@@ -81,12 +81,13 @@ double assignment_ms(const std::vector<LayoutNode>& nodes, const std::vector<Lay
   return total;
 }
 
-std::array<double, kLayoutCount> merge_near_ties(std::array<double, kLayoutCount> cost_ms, double fraction) {
-  const double cheapest = *std::min_element(cost_ms.begin(), cost_ms.end());
-  if (!std::isfinite(cheapest)) return cost_ms;
-  for (double& cost : cost_ms)
-    if (cost <= cheapest * (1 + fraction)) cost = cheapest;
-  return cost_ms;
+LayoutNode merge_near_ties(LayoutNode node, double fraction) {
+  const auto cheapest = std::min_element(node.cost_ms.begin(), node.cost_ms.end());
+  if (!std::isfinite(*cheapest)) return node;
+  const double best = *cheapest, best_noise = node.noise_ms[cheapest - node.cost_ms.begin()];
+  for (int l = 0; l < kLayoutCount; ++l)
+    if (node.cost_ms[l] <= best + std::max(fraction * best, node.noise_ms[l] + best_noise)) node.cost_ms[l] = best;
+  return node;
 }
 
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,

@@ -20,6 +20,8 @@ struct LayoutNode {
   Shape input;  // the logical shape of the layer's input activation
   // Milliseconds per step in each layout (indexed by Layout); kCannotRun where it cannot run.
   std::array<double, kLayoutCount> cost_ms{kCannotRun, kCannotRun, kCannotRun};
+  // The noise measured behind each cost (the spreads of the timings it sums), 0 when unknown.
+  std::array<double, kLayoutCount> noise_ms{0, 0, 0};
 };
 
 // Milliseconds to change an activation of this shape from one layout to another, forward and
@@ -41,16 +43,16 @@ LayoutAssignment plan_layouts(const std::vector<LayoutNode>& nodes, const Transf
 double assignment_ms(const std::vector<LayoutNode>& nodes, const std::vector<Layout>& layouts,
                      const TransformCost& transform, Layout input_layout = Layout::NCHW);
 
-// Layer costs within this fraction of the layer's best layout count as equal when layouts are
-// chosen: close candidates' medians move by about this much between runs on an idle machine
-// (AlexNet's conv1 and conv2 went to im2col_gemm/NCHW or mec/NHWC by the run, 1-3% apart).
+// Layer costs within this fraction of the layer's best layout, or within the noise measured
+// behind the two costs when that is larger, count as equal when layouts are chosen: close
+// candidates' medians move by about this much between runs on an idle machine.
 inline constexpr double kLayoutTieFraction = 0.03;
 
-// The layer's costs with every layout within `fraction` of its cheapest one set equal to it.
-// Layouts whose timings differ by less than the run-to-run noise then tie exactly, and
-// plan_layouts' fixed tie-breaking (the transforms around the layer, then the lower Layout
-// value) decides them the same way on every run instead of by the noise of this run.
-std::array<double, kLayoutCount> merge_near_ties(std::array<double, kLayoutCount> cost_ms, double fraction);
+// The node with every layout whose cost is within max(`fraction` of the cheapest, its noise plus
+// the cheapest's noise) of the cheapest set equal to it. Layouts the timings cannot tell apart
+// then tie exactly, and plan_layouts' fixed tie-breaking (the transforms around the layer, then
+// the lower Layout value) decides them the same way on every run instead of by this run's noise.
+LayoutNode merge_near_ties(LayoutNode node, double fraction);
 
 // Every assignment tried: the check for plan_layouts on small chains.
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,

@@ -196,23 +196,23 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
   std::vector<LayoutNode> nodes(chain.size());
   std::vector<std::optional<ConvLayerPlan>> untimed(chain.size());
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    nodes[i].input = chain[i].input;
     if (pool_entries[i]) {
-      nodes[i].cost_ms = tuner_->pool_layout_costs(chain[i].pool_problem, *pool_entries[i]);
+      nodes[i] = tuner_->pool_layout_node(chain[i].pool_problem, *pool_entries[i]);
     } else if (chain[i].conv == nullptr) {
       nodes[i].cost_ms = accepted_layouts(chain[i], device);
     } else if (entries[i]) {
-      nodes[i].cost_ms = tuner_->layout_costs(chain[i].problem, *entries[i]);
+      nodes[i] = tuner_->layout_node(chain[i].problem, *entries[i]);
     } else {
       untimed[i] = tuner_->untimed_plan(chain[i].problem);
       nodes[i].cost_ms[static_cast<int>(untimed[i]->layout())] = 0;
     }
+    nodes[i].input = chain[i].input;
   }
   const auto transform = [this](const Shape& s, Layout a, Layout b) { return tuner_->transform_cost(s, a, b); };
   // Decided on costs with near-ties merged, so two runs pick the same layouts where the timings
   // cannot tell them apart; reported at the measured costs.
   std::vector<LayoutNode> decision = nodes;
-  for (LayoutNode& node : decision) node.cost_ms = merge_near_ties(node.cost_ms, kLayoutTieFraction);
+  for (LayoutNode& node : decision) node = merge_near_ties(node, kLayoutTieFraction);
   const LayoutAssignment assignment = plan_layouts(decision, transform);
 
   NetworkPlanReport report;

@@ -55,6 +55,26 @@ Device section_device(const std::string& device_id) {
   return device_id.rfind("cuda-", 0) == 0 ? Device::cuda : Device::cpu;
 }
 
+// One direction of a layer: its best usable candidate in a layout, or nullptr.
+using BestInLayout = std::function<const CandidateResult*(Layout)>;
+
+// Per layout, the sums over the directions of the best candidate's median and spread.
+LayoutNode summed_node(const Shape& input, const std::vector<BestInLayout>& directions) {
+  LayoutNode node;
+  node.input = input;
+  for (int l = 0; l < kLayoutCount; ++l) {
+    double total = 0, noise = 0;
+    for (const BestInLayout& best_in : directions) {
+      const CandidateResult* best = best_in(static_cast<Layout>(l));
+      total += best != nullptr ? best->median_ms : kCannotRun;
+      noise += best != nullptr ? best->spread_ms : 0;
+    }
+    node.cost_ms[l] = total;
+    node.noise_ms[l] = noise;
+  }
+  return node;
+}
+
 double steady_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
@@ -380,21 +400,14 @@ std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd
   return plan;
 }
 
-std::array<double, kLayoutCount> TunedPlanner::layout_costs(const ConvProblem& fwd_problem,
-                                                                const LayerEntries& entries) const {
-  std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
-  for (int l = 0; l < kLayoutCount; ++l) {
-    double total = 0;
-    for (Direction dir : kDirections) {
-      if (entries[static_cast<int>(dir)].key.empty()) continue;
-      const CandidateResult* best = best_in_layout(entries[static_cast<int>(dir)],
-                                                   conv_subject(fwd_problem.with_dir(dir)),
-                                                   static_cast<Layout>(l));
-      total += best != nullptr ? best->median_ms : kCannotRun;
-    }
-    costs[l] = total;
-  }
-  return costs;
+LayoutNode TunedPlanner::layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const {
+  std::vector<BestInLayout> directions;
+  for (Direction dir : kDirections)
+    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
+      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
+        return best_in_layout(entry, conv_subject(problem), layout);
+      });
+  return summed_node(fwd_problem.src_shape(), directions);
 }
 
 ConvLayerPlan TunedPlanner::untimed_plan(const ConvProblem& fwd_problem) {
@@ -447,7 +460,7 @@ ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   flush();  // a layer planned alone is a pass of its own
   if (!entries) return untimed_plan(fwd_problem);
   // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
-  LayoutNode conv{fwd_problem.src_shape(), merge_near_ties(layout_costs(fwd_problem, *entries), kLayoutTieFraction)};
+  const LayoutNode conv = merge_near_ties(layout_node(fwd_problem, *entries), kLayoutTieFraction);
   LayoutNode consumer{fwd_problem.dst_shape(), {0, kCannotRun, kCannotRun}};
   const LayoutAssignment chosen = plan_layouts(
       {conv, consumer}, [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });
@@ -469,21 +482,14 @@ std::optional<PoolEntries> TunedPlanner::pool_entries(const PoolProblem& fwd_pro
   return entries;
 }
 
-std::array<double, kLayoutCount> TunedPlanner::pool_layout_costs(const PoolProblem& fwd_problem,
-                                                                 const PoolEntries& entries) const {
-  std::array<double, kLayoutCount> costs{kCannotRun, kCannotRun, kCannotRun};
-  for (int l = 0; l < kLayoutCount; ++l) {
-    double total = 0;
-    for (Direction dir : kPoolDirections) {
-      const TuningEntry& entry = entries[static_cast<int>(dir)];
-      if (entry.key.empty()) continue;
-      const CandidateResult* best =
-          best_in_layout(entry, pool_subject(fwd_problem.with_dir(dir)), static_cast<Layout>(l));
-      total += best != nullptr ? best->median_ms : kCannotRun;
-    }
-    costs[l] = total;
-  }
-  return costs;
+LayoutNode TunedPlanner::pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const {
+  std::vector<BestInLayout> directions;
+  for (Direction dir : kPoolDirections)
+    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
+      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
+        return best_in_layout(entry, pool_subject(problem), layout);
+      });
+  return summed_node(fwd_problem.src_shape(), directions);
 }
 
 std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem& fwd_problem,

@@ -95,10 +95,10 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // no usable entry for one of the directions that `use` needs.
   std::optional<LayerEntries> layer_entries(const ConvProblem& fwd_problem,
                                             LayerUse use = LayerUse::training);
-  // Milliseconds per step in each layout (kCannotRun where some direction has no usable measured
-  // candidate in it), over the directions the entries hold.
-  std::array<double, kLayoutCount> layout_costs(const ConvProblem& fwd_problem,
-                                                const LayerEntries& entries) const;
+  // The layer as the layout DP sees it: milliseconds per step in each layout (kCannotRun where
+  // some direction has no usable measured candidate in it) over the directions the entries hold,
+  // and the spreads of those timings as its noise.
+  LayoutNode layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const;
   // Each direction's best usable candidate in `layout`; nullopt when some direction has none.
   // Directions without an entry (inference) get the first applicable solver in that layout.
   std::optional<ConvLayerPlan> plan_in_layout(const ConvProblem& fwd_problem,
@@ -114,8 +114,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
   std::optional<PoolEntries> pool_entries(const PoolProblem& fwd_problem,
                                           LayerUse use = LayerUse::training);
-  std::array<double, kLayoutCount> pool_layout_costs(const PoolProblem& fwd_problem,
-                                                     const PoolEntries& entries) const;
+  LayoutNode pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const;
   std::optional<PoolLayerPlan> pool_plan_in_layout(const PoolProblem& fwd_problem,
                                                    const PoolEntries& entries, Layout layout) const;
 

@@ -115,16 +115,28 @@ TEST(LayoutTransform, EveryPairMatchesTheReferenceOnOddSizes) {
 }
 
 }  // namespace
-// Near-ties: within the fraction of the layer's cheapest layout, costs merge to it; others and
-// layouts that cannot run stay as they are.
+LayoutNode node_with(std::array<double, kLayoutCount> cost_ms, std::array<double, kLayoutCount> noise_ms = {0, 0, 0}) {
+  LayoutNode node;
+  node.input = {1, 1, 1, 1};
+  node.cost_ms = cost_ms;
+  node.noise_ms = noise_ms;
+  return node;
+}
+
+// Near-ties: within the fraction of the layer's cheapest layout, or within the two costs' noise
+// when that is larger, costs merge to it; others and layouts that cannot run stay as they are.
 TEST(LayoutPlan, NearTiesMergeToTheCheapest) {
-  const std::array<double, kLayoutCount> merged = merge_near_ties({10.2, kCannotRun, 10.0}, 0.03);
-  EXPECT_EQ(merged[0], 10.0);
-  EXPECT_EQ(merged[1], kCannotRun);
-  EXPECT_EQ(merged[2], 10.0);
-  EXPECT_EQ(merge_near_ties({10.0, 12.0, 10.5}, 0.03)[1], 12.0);
-  EXPECT_EQ(merge_near_ties({10.0, 12.0, 10.5}, 0.03)[2], 10.5);
-  EXPECT_EQ(merge_near_ties({kCannotRun, kCannotRun, kCannotRun}, 0.03)[0], kCannotRun);
+  const LayoutNode merged = merge_near_ties(node_with({10.2, kCannotRun, 10.0}), 0.03);
+  EXPECT_EQ(merged.cost_ms[0], 10.0);
+  EXPECT_EQ(merged.cost_ms[1], kCannotRun);
+  EXPECT_EQ(merged.cost_ms[2], 10.0);
+  EXPECT_EQ(merge_near_ties(node_with({10.0, 12.0, 10.5}), 0.03).cost_ms[1], 12.0);
+  EXPECT_EQ(merge_near_ties(node_with({10.0, 12.0, 10.5}), 0.03).cost_ms[2], 10.5);
+  EXPECT_EQ(merge_near_ties(node_with({kCannotRun, kCannotRun, kCannotRun}), 0.03).cost_ms[0], kCannotRun);
+  // 10.5 against 10.0 with 0.3 ms of noise on each: within the noise, merged; 12 is not.
+  const LayoutNode noisy = merge_near_ties(node_with({10.0, 12.0, 10.5}, {0.3, 0.3, 0.3}), 0.03);
+  EXPECT_EQ(noisy.cost_ms[2], 10.0);
+  EXPECT_EQ(noisy.cost_ms[1], 12.0);
 }
 
 // A layer 2% faster in NHWC, between an NCHW input and a layer that runs only in NCHW: measured
@@ -141,7 +153,7 @@ TEST(LayoutPlan, MergedNearTiesGiveTheSamePlanWhicheverWayTheNoiseWent) {
     return nodes;
   };
   const auto merged = [](std::vector<LayoutNode> nodes) {
-    for (LayoutNode& node : nodes) node.cost_ms = merge_near_ties(node.cost_ms, 0.03);
+    for (LayoutNode& node : nodes) node = merge_near_ties(node, 0.03);
     return nodes;
   };
   const std::vector<LayoutNode> run_a = chain(10.0, 9.8), run_b = chain(9.8, 10.0);
