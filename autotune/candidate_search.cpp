@@ -311,9 +311,12 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
     const std::size_t number = scouts[i].rank.first;
     const std::size_t warmed = scouts[i].wrong.empty() ? scouts[i].bytes : 0;
     const double default_ms = finish(scouts[i]);
-    // A wrong default (infinite): its other configs may be right.
-    const auto within = [&](double factor) { return !std::isfinite(default_ms) || default_ms <= factor * best_seconds() * 1e3; };
-    if (options_.config_search == TunerOptions::ConfigSearch::exhaustive || (trial.sweep && within(kSweepFactor))) {
+    // Within `factor` of the best so far, or wrong by default (infinite: other configs may be right).
+    const auto within = [&](double factor) {
+      return !std::isfinite(default_ms) || default_ms <= factor * best_seconds() * 1e3;
+    };
+    const bool exhaustive = options_.config_search == TunerOptions::ConfigSearch::exhaustive;
+    if (exhaustive || (trial.sweep && within(kSweepFactor))) {
       for (std::size_t c = 1; c < trial_configs.size(); ++c)
         try_candidate(trial, trial_configs[c], {number, c}, warmed);
     } else if (!trial.sweep && within(kClimbFactor)) {
@@ -414,8 +417,8 @@ CandidateSearch::Attempt CandidateSearch::check(const SolverTrial& trial, const 
 }
 
 // One call, timed without a warm-up: a separate warm-up cost as much as the call itself for every
-// candidate, and most candidates need no second call. The cold call is kept as the first sample
-// (a median over three or more calls shrugs it off), and hopeless() allows for it.
+// candidate, and most candidates need no second call. The cold call is kept as the first sample,
+// left out of the median once warm calls follow (CallSamples::warm), and hopeless() allows for it.
 void CandidateSearch::scout(Attempt& a) {
   time_one([&] { a.trial->run(a.config, a.bytes); }, clock_, a.samples);
   a.samples.cold_first = true;
