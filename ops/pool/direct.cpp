@@ -84,13 +84,6 @@ void avg_bwd(const PoolProblem& p, const T* diff_dst, T* diff_src) {
     }
 }
 
-void check_arg(const Tensor& t, const Shape& shape, DType dt, const char* role,
-               const PoolProblem& p) {
-  TUNECNN_CHECK(t.defined() && t.shape() == shape && t.dtype() == dt && t.layout() == Layout::NCHW,
-                "pool_direct ", role, " ", t.defined() ? t.describe() : "undefined",
-                " does not fit ", p.key());
-}
-
 // Runs body(plane) for every (n, c) plane, several small planes per task.
 template <class Body>
 void for_planes(const PoolProblem& p, Body body) {
@@ -143,14 +136,7 @@ bool DirectPoolSolver::applicable(const PoolProblem& problem, std::string* why) 
 void DirectPoolSolver::run(const PoolProblem& problem, const TuneConfig&,
                            const PoolArgs& args) const {
   problem.validate();
-  const bool needs_src = problem.dir == Direction::fwd || problem.kind == PoolKind::max;
-  if (needs_src) check_arg(args.src, problem.src_shape(), problem.dt, "src", problem);
-  if (problem.dir == Direction::fwd) {
-    check_arg(args.dst, problem.dst_shape(), problem.dt, "dst", problem);
-  } else {
-    check_arg(args.diff_dst, problem.dst_shape(), problem.dt, "diff_dst", problem);
-    check_arg(args.diff_src, problem.src_shape(), problem.dt, "diff_src", problem);
-  }
+  check_args(problem, args, Layout::NCHW);
   dispatch_dtype(problem.dt, [&]<class T>() { run_typed<T>(problem, args); });
 }
 

@@ -113,14 +113,6 @@ void backward(const PoolProblem& p, const Tensor& src_t, const Tensor& diff_dst_
   });
 }
 
-void check_arg(const Tensor& t, const Shape& shape, DType dt, const char* role,
-               const PoolProblem& p) {
-  TUNECNN_CHECK(t.defined() && t.shape() == shape && t.dtype() == dt &&
-                    t.layout() == Layout::NCHW && t.device() == Device::cuda,
-                "pool_direct (cuda) ", role, " ", t.defined() ? t.describe() : "undefined",
-                " does not fit ", p.key(), " (needs an NCHW CUDA tensor)");
-}
-
 template <class T>
 void run_typed(const PoolProblem& p, const PoolArgs& a) {
   if (p.dir == Direction::fwd) {
@@ -142,14 +134,7 @@ bool CudaDirectPoolSolver::applicable(const PoolProblem& problem, std::string* w
 void CudaDirectPoolSolver::run(const PoolProblem& problem, const TuneConfig&,
                                const PoolArgs& args) const {
   problem.validate();
-  const bool needs_src = problem.dir == Direction::fwd || problem.kind == PoolKind::max;
-  if (needs_src) check_arg(args.src, problem.src_shape(), problem.dt, "src", problem);
-  if (problem.dir == Direction::fwd) {
-    check_arg(args.dst, problem.dst_shape(), problem.dt, "dst", problem);
-  } else {
-    check_arg(args.diff_dst, problem.dst_shape(), problem.dt, "diff_dst", problem);
-    check_arg(args.diff_src, problem.src_shape(), problem.dt, "diff_src", problem);
-  }
+  check_args(problem, args, Layout::NCHW);
   if (problem.dt == DType::f64) return run_typed<double>(problem, args);
   run_typed<float>(problem, args);
 }

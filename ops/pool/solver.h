@@ -20,6 +20,9 @@ struct PoolArgs {
   Tensor src, dst, diff_src, diff_dst;
 };
 
+// Whether the call reads src: always forward, and backward for max (the argmax).
+inline bool reads_src(const PoolProblem& p) { return p.dir == Direction::fwd || p.kind == PoolKind::max; }
+
 class PoolSolver {
  public:
   virtual ~PoolSolver() = default;
@@ -42,6 +45,10 @@ class PoolSolver {
     return reject(why, "runs on " + std::string(to_string(device())) + ", the problem is on " +
                            std::string(to_string(problem.device)));
   }
+  // Every tensor the call reads or writes (PoolArgs) is defined, of the problem's shape and
+  // dtype, in `layout` and on this solver's device; the error names the solver, the tensor and
+  // the problem.
+  void check_args(const PoolProblem& problem, const PoolArgs& args, Layout layout) const;
 };
 
 }  // namespace tunecnn

@@ -537,13 +537,6 @@ class Kernel {
   }
 };
 
-void check_arg(const Tensor& t, const Shape& shape, DType dt, Layout layout, const char* role,
-               const PoolProblem& p) {
-  TUNECNN_CHECK(t.defined() && t.shape() == shape && t.dtype() == dt && t.layout() == layout,
-                "pool_tiled ", role, " ", t.defined() ? t.describe() : "undefined",
-                " does not fit ", p.key(), " in ", to_string(layout));
-}
-
 int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
@@ -663,19 +656,12 @@ void TiledPoolSolver::run(const PoolProblem& problem, const TuneConfig& config,
   const int fx = config.get("fx", 1), fy = config.get("fy", 1);
   TUNECNN_CHECK(fx >= 1 && fy >= 1, "pool_tiled: bad config ", config.str(), " for ",
                 problem.key());
-  const bool needs_src = problem.dir == Direction::fwd || problem.kind == PoolKind::max;
-  const Tensor& first = needs_src ? args.src : args.diff_dst;
+  const Tensor& first = reads_src(problem) ? args.src : args.diff_dst;
   const Layout layout = first.defined() ? first.layout() : Layout::NCHW;
   const std::vector<Layout> accepted = layouts(problem);
   TUNECNN_CHECK(std::find(accepted.begin(), accepted.end(), layout) != accepted.end(),
                 "pool_tiled does not run layout ", to_string(layout));
-  if (needs_src) check_arg(args.src, problem.src_shape(), problem.dt, layout, "src", problem);
-  if (problem.dir == Direction::fwd) {
-    check_arg(args.dst, problem.dst_shape(), problem.dt, layout, "dst", problem);
-  } else {
-    check_arg(args.diff_dst, problem.dst_shape(), problem.dt, layout, "diff_dst", problem);
-    check_arg(args.diff_src, problem.src_shape(), problem.dt, layout, "diff_src", problem);
-  }
+  check_args(problem, args, layout);
   dispatch_dtype(problem.dt,
                  [&]<class T>() { run_typed<T>(problem, fx, fy, layout, args); });
 }
