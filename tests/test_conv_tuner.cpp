@@ -30,29 +30,42 @@ struct FakeClock {
 };
 
 // Computes the right answer through im2col_gemm but reports its own name, cost and workspace.
-class FakeSolver final : public ConvSolver {
+// A fake that does a real solver's work (its default config), so its output is right, while the
+// fake clock says what each call cost: cost_s(config).
+class ClockedFake : public ConvSolver {
  public:
-  FakeSolver(std::string name, FakeClock& clock, double cost_s, std::size_t extra_workspace = 0)
-      : name_(std::move(name)), clock_(clock), cost_s_(cost_s), extra_(extra_workspace) {}
+  ClockedFake(std::string name, FakeClock& clock, std::string_view real = "im2col_gemm",
+              std::size_t extra_workspace = 0)
+      : name_(std::move(name)), clock_(clock), real_(*find_conv_solver(real)), extra_(extra_workspace) {}
   std::string_view name() const override { return name_; }
-  bool applicable(const ConvProblem& p, std::string* why) const override {
-    return real().applicable(p, why);
-  }
+  bool applicable(const ConvProblem& p, std::string* why) const override { return real_.applicable(p, why); }
   std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
-    return real().workspace_bytes(p, {}) + extra_;
+    return real_.workspace_bytes(p, real_.configs(p).front()) + extra_;
   }
-  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args,
-           Workspace ws) const override {
-    real().run(p, {}, args, ws);
-    clock_.now += cost_s_;
+  void run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args, Workspace ws) const override {
+    real_.run(p, real_.configs(p).front(), args, ws);
+    clock_.now += cost_s(config);
   }
 
+ protected:
+  virtual double cost_s(const TuneConfig& config) const = 0;
+
  private:
-  static const ConvSolver& real() { return *find_conv_solver("im2col_gemm"); }
   std::string name_;
   FakeClock& clock_;
-  double cost_s_;
+  const ConvSolver& real_;
   std::size_t extra_;
+};
+
+// The same cost on every call.
+class FakeSolver final : public ClockedFake {
+ public:
+  FakeSolver(std::string name, FakeClock& clock, double cost_s, std::size_t extra_workspace = 0)
+      : ClockedFake(std::move(name), clock, "im2col_gemm", extra_workspace), cost_s_(cost_s) {}
+
+ private:
+  double cost_s(const TuneConfig&) const override { return cost_s_; }
+  double cost_s_;
 };
 
 // Deliberately wrong: writes zeros.
@@ -338,28 +351,18 @@ TEST(ConvTuner, PlanFromEntryRejectsUnknownSolvers) {
 
 // A tunable whose cost dips twice: {1: 2 ms, 2: 3 ms, 3: 1 ms}. Hill-climbing from 1 stops at
 // once (2 is slower); a solver that asks for a sweep gets every config timed.
-class DippingConfigSolver final : public ConvSolver {
+class DippingConfigSolver final : public ClockedFake {
  public:
-  DippingConfigSolver(FakeClock& clock, bool sweep) : clock_(clock), sweep_(sweep) {}
-  std::string_view name() const override { return "dipping"; }
-  bool applicable(const ConvProblem& p, std::string* why) const override {
-    return find_conv_solver("im2col_gemm")->applicable(p, why);
-  }
+  DippingConfigSolver(FakeClock& clock, bool sweep) : ClockedFake("dipping", clock), sweep_(sweep) {}
   std::vector<TuneConfig> configs(const ConvProblem&) const override {
     return {TuneConfig{{{"S", 1}}}, TuneConfig{{{"S", 2}}}, TuneConfig{{{"S", 3}}}};
   }
   bool sweep_configs() const override { return sweep_; }
-  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
-    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
-  }
-  void run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
-           Workspace ws) const override {
-    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
-    clock_.now += std::array<double, 3>{2e-3, 3e-3, 1e-3}.at(config.get("S", 1) - 1);
-  }
 
  private:
-  FakeClock& clock_;
+  double cost_s(const TuneConfig& config) const override {
+    return std::array<double, 3>{2e-3, 3e-3, 1e-3}.at(config.get("S", 1) - 1);
+  }
   bool sweep_;
 };
 
@@ -446,23 +449,14 @@ TEST(ConvTuner, TheLikelyWinnerIsTimedFirstAndLosersGetOneCall) {
 // Costs by call: the leader is steady; the rival alternates 6% over and 3% under the same time,
 // so its median never settles and its fastest call never loses by 3%. It is timed for about
 // kRivalBudget (2) of the leader's calls (then the playoff's), not up to max_repeats alone.
-class AlternatingSolver final : public ConvSolver {
+class AlternatingSolver final : public ClockedFake {
  public:
-  AlternatingSolver(FakeClock& clock, double cost_s) : clock_(clock), cost_s_(cost_s) {}
-  std::string_view name() const override { return "alternating"; }
-  bool applicable(const ConvProblem& p, std::string* why) const override {
-    return find_conv_solver("im2col_gemm")->applicable(p, why);
-  }
-  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
-    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
-  }
-  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
-    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
-    clock_.now += cost_s_ * (calls_++ % 2 ? 1.06 : 0.97);  // its scouting call (the 2nd) is slow
-  }
+  AlternatingSolver(FakeClock& clock, double cost_s) : ClockedFake("alternating", clock), cost_s_(cost_s) {}
 
  private:
-  FakeClock& clock_;
+  double cost_s(const TuneConfig&) const override {
+    return cost_s_ * (calls_++ % 2 ? 1.06 : 0.97);  // its scouting call (the 2nd) is slow
+  }
   double cost_s_;
   mutable int calls_ = 0;
 };
@@ -524,25 +518,13 @@ struct Burst {
   double next() { return calls++ >= from && calls <= to ? factor : 1.0; }
 };
 
-class BurstySolver final : public ConvSolver {
+class BurstySolver final : public ClockedFake {
  public:
   BurstySolver(std::string name, FakeClock& clock, Burst& burst, double cost_s)
-      : name_(std::move(name)), clock_(clock), burst_(burst), cost_s_(cost_s) {}
-  std::string_view name() const override { return name_; }
-  bool applicable(const ConvProblem& p, std::string* why) const override {
-    return find_conv_solver("im2col_gemm")->applicable(p, why);
-  }
-  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
-    return find_conv_solver("im2col_gemm")->workspace_bytes(p, {});
-  }
-  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
-    find_conv_solver("im2col_gemm")->run(p, {}, args, ws);
-    clock_.now += cost_s_ * burst_.next();
-  }
+      : ClockedFake(std::move(name), clock), burst_(burst), cost_s_(cost_s) {}
 
  private:
-  std::string name_;
-  FakeClock& clock_;
+  double cost_s(const TuneConfig&) const override { return cost_s_ * burst_.next(); }
   Burst& burst_;
   double cost_s_;
 };
@@ -569,24 +551,14 @@ TEST(ConvTuner, CloseLeadersAreTimedAgainInAlternation) {
 }
 
 // A fake in NHWC: the real MEC (default config) does the work, the fake clock says what it cost.
-class NhwcFakeSolver final : public ConvSolver {
+class NhwcFakeSolver final : public ClockedFake {
  public:
-  NhwcFakeSolver(std::string name, FakeClock& clock, double cost_s) : name_(std::move(name)), clock_(clock), cost_s_(cost_s) {}
-  std::string_view name() const override { return name_; }
-  bool applicable(const ConvProblem& p, std::string* why) const override { return real().applicable(p, why); }
+  NhwcFakeSolver(std::string name, FakeClock& clock, double cost_s)
+      : ClockedFake(std::move(name), clock, "mec"), cost_s_(cost_s) {}
   std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::NHWC}; }
-  std::size_t workspace_bytes(const ConvProblem& p, const TuneConfig&) const override {
-    return real().workspace_bytes(p, real().configs(p).front());
-  }
-  void run(const ConvProblem& p, const TuneConfig&, const ConvArgs& args, Workspace ws) const override {
-    real().run(p, real().configs(p).front(), args, ws);
-    clock_.now += cost_s_;
-  }
 
  private:
-  static const ConvSolver& real() { return *find_conv_solver("mec"); }
-  std::string name_;
-  FakeClock& clock_;
+  double cost_s(const TuneConfig&) const override { return cost_s_; }
   double cost_s_;
 };
 
