@@ -54,6 +54,24 @@ inline constexpr double kLayoutTieFraction = 0.03;
 // the lower Layout value) decides them the same way on every run instead of by this run's noise.
 LayoutNode merge_near_ties(LayoutNode node, double fraction);
 
+// Among the assignments within `fraction` of the cheapest total, one with the fewest layout
+// changes (transforms, counting the one from `input_layout`), and the cheapest of those. Per-layer
+// merging (merge_near_ties) cannot see that ten layers each 1% faster in NCHW, between NHWC layers,
+// buy back their transforms by a margin smaller than the run-to-run noise of the whole step: the
+// measured optimum then alternates between a mixed plan and a uniform one from run to run, while a
+// plan with fewer changes that is as fast within the noise is the same on every run, and simpler.
+LayoutAssignment plan_fewest_changes(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
+                                     double fraction, Layout input_layout = Layout::NCHW);
+
+// The planners' choice: near-ties merged per layer (kLayoutTieFraction), then the fewest changes
+// within kLayoutTieFraction of the cheapest total. Its total_ms is at the merged costs; report a
+// plan's cost with assignment_ms on the measured nodes.
+LayoutAssignment choose_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
+                                Layout input_layout = Layout::NCHW);
+
+// The number of layout changes in an assignment, the one from `input_layout` included.
+int layout_changes(const std::vector<Layout>& layouts, Layout input_layout = Layout::NCHW);
+
 // Every assignment tried: the check for plan_layouts on small chains.
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
                                           const TransformCost& transform,

@@ -209,11 +209,10 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     nodes[i].input = chain[i].input;
   }
   const auto transform = [this](const Shape& s, Layout a, Layout b) { return tuner_->transform_cost(s, a, b); };
-  // Decided on costs with near-ties merged, so two runs pick the same layouts where the timings
-  // cannot tell them apart; reported at the measured costs.
-  std::vector<LayoutNode> decision = nodes;
-  for (LayoutNode& node : decision) node = merge_near_ties(node, kLayoutTieFraction);
-  const LayoutAssignment assignment = plan_layouts(decision, transform);
+  // Decided with near-ties merged and, within the noise of the whole step, the fewest layout
+  // changes (choose_layouts), so two runs pick the same layouts where the timings cannot tell
+  // them apart; reported at the measured costs.
+  const LayoutAssignment assignment = choose_layouts(nodes, transform);
 
   NetworkPlanReport report;
   report.total_ms = assignment_ms(nodes, assignment.layouts, transform);

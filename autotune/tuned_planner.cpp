@@ -460,10 +460,10 @@ ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
   flush();  // a layer planned alone is a pass of its own
   if (!entries) return untimed_plan(fwd_problem);
   // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
-  const LayoutNode conv = merge_near_ties(layout_node(fwd_problem, *entries), kLayoutTieFraction);
   LayoutNode consumer{fwd_problem.dst_shape(), {0, kCannotRun, kCannotRun}};
-  const LayoutAssignment chosen = plan_layouts(
-      {conv, consumer}, [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });
+  const LayoutAssignment chosen =
+      choose_layouts({layout_node(fwd_problem, *entries), consumer},
+                     [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });
   return *plan_in_layout(fwd_problem, *entries, chosen.layouts[0]);
 }
 
