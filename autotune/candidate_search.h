@@ -100,6 +100,8 @@ struct SolverTrial {
   std::function<void(const TuneConfig&, std::size_t workspace_bytes)> run;
 };
 
+struct CallSamples;  // one candidate's timed calls (candidate_search.cpp)
+
 // One problem's search: candidates accumulate over calls, in the order tried, which is also the
 // last tie-break.
 class CandidateSearch {
@@ -136,6 +138,9 @@ class CandidateSearch {
   void climb(const SolverTrial& trial, const std::vector<TuneConfig>& configs, std::size_t number,
              double default_ms, std::size_t warmed_bytes);
   void playoff(const std::vector<SolverTrial>& trials, std::size_t first_number);
+  bool second_opinion(const std::vector<SolverTrial>& trials, std::size_t index, double fastest_ms);
+  std::function<void()> call_of(const std::vector<SolverTrial>& trials, std::size_t index) const;
+  void record(std::size_t index, const CallSamples& samples, int new_calls);
   double best_seconds() const;
 
   std::string key_, what_;

@@ -520,13 +520,19 @@ struct Burst {
 
 class BurstySolver final : public ClockedFake {
  public:
-  BurstySolver(std::string name, FakeClock& clock, Burst& burst, double cost_s)
-      : ClockedFake(std::move(name), clock), burst_(burst), cost_s_(cost_s) {}
+  // In NHWC the real MEC does the work, in NCHW im2col_gemm.
+  BurstySolver(std::string name, FakeClock& clock, Burst& burst, double cost_s, Layout layout = Layout::NCHW)
+      : ClockedFake(std::move(name), clock, layout == Layout::NHWC ? "mec" : "im2col_gemm"),
+        burst_(burst),
+        cost_s_(cost_s),
+        layout_(layout) {}
+  std::vector<Layout> layouts(const ConvProblem&) const override { return {layout_}; }
 
  private:
   double cost_s(const TuneConfig&) const override { return cost_s_ * burst_.next(); }
   Burst& burst_;
   double cost_s_;
+  Layout layout_;
 };
 
 // "a" (1 ms) scouts fastest and is timed in full first, but a burst (x1.12) covers those calls
@@ -580,6 +586,40 @@ TEST(ConvTuner, EachLayoutsFastestJoinsThePlayoff) {
   EXPECT_EQ(find(e, "c")->runs, 2);
   EXPECT_NEAR(find(e, "c")->median_ms, 1.1, 1e-9);
   EXPECT_EQ(find(e, "d")->runs, 1);
+}
+
+// A burst (x2.2) covers the one call NHWC's only candidate "c" (1.05 ms) gets as a scout (its
+// calls counted from 0: the check, then the scout), so it measures 2.31 ms and is cut as hopeless
+// against "a" (1 ms). Within 2.5x, the layout's best gets a second call, which measures 1.05 ms,
+// so it joins the playoff and the layout DP sees NHWC at its real cost.
+TEST(ConvTuner, ALayoutsBestCutOnOneCallGetsASecondOpinion) {
+  Harness h;
+  Burst burst{0, 1, 2, 2.2};
+  FakeSolver a("a", h.clock, 1.0e-3);
+  BurstySolver c("c", h.clock, burst, 1.05e-3, Layout::NHWC);
+  TunerOptions o = h.options();
+  o.solvers = {&a, &c};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "a");
+  ASSERT_NE(find(e, "c"), nullptr);
+  EXPECT_NEAR(find(e, "c")->median_ms, 1.05, 1e-9);
+  EXPECT_EQ(find(e, "c")->runs, 2);  // the playoff's alternating calls
+}
+
+// A layout that is really 1.6x slower keeps its second call in its timing (two runs, not a
+// finalist); one 3x slower is beyond a second opinion and keeps its one call.
+TEST(ConvTuner, ASecondOpinionOnlyForLayoutsWithinReach) {
+  for (const double ratio : {1.6, 3.0}) {
+    Harness h;
+    FakeSolver a("a", h.clock, 1.0e-3);
+    NhwcFakeSolver c("c", h.clock, ratio * 1e-3);
+    TunerOptions o = h.options();
+    o.solvers = {&a, &c};
+    const TuningEntry e = tune_conv(kSmall, o);
+    ASSERT_NE(find(e, "c"), nullptr);
+    EXPECT_NEAR(find(e, "c")->median_ms, ratio, 1e-9);
+    EXPECT_EQ(find(e, "c")->runs, ratio < 2.5 ? 2 : 1) << ratio;
+  }
 }
 
 }  // namespace
