@@ -16,6 +16,7 @@ struct ChainLayer {
   Conv2d* conv = nullptr;  // when the layer is a convolution
   Pool2d* pool = nullptr;  // when it is a pooling layer
   Shape input;
+  LayerUse use = LayerUse::training;  // which directions of it run (set_layer_uses)
   ConvProblem problem;  // conv layers only
   PoolProblem pool_problem;  // pooling layers only
 };
@@ -27,8 +28,11 @@ void flatten_chain(Module& module, const std::string& prefix, std::vector<ChainL
       flatten_chain(*child, prefix.empty() ? name : prefix + "." + name, out);
     return;
   }
-  out.push_back({prefix, &module, dynamic_cast<Conv2d*>(&module), dynamic_cast<Pool2d*>(&module), {},
-                 {}, {}});
+  ChainLayer& layer = out.emplace_back();
+  layer.name = prefix;
+  layer.module = &module;
+  layer.conv = dynamic_cast<Conv2d*>(&module);
+  layer.pool = dynamic_cast<Pool2d*>(&module);
 }
 
 // Puts a module tree in evaluation mode and, when it ends, each module back in the mode it had
@@ -102,8 +106,10 @@ std::array<double, kLayoutCount> accepted_layouts(const ChainLayer& layer, Devic
 ConvLayerReport report_for(const ChainLayer& layer, const ConvLayerPlan& plan,
                            const std::optional<LayerEntries>& entries) {
   ConvLayerReport r{layer.name, layer.problem, plan, 0, 0, 0, 0};
+  r.input_gradient = layer.use != LayerUse::training_from_data;
   const ConvLayerPlan fallback = FirstApplicablePlanner(Layout::NCHW).plan(layer.problem);
   for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+    if (dir == Direction::bwd_data && !r.input_gradient) continue;
     const ConvProblem problem = layer.problem.with_dir(dir);
     const ConvPlan& chosen = plan.for_direction(dir);
     r.workspace_bytes = std::max(r.workspace_bytes, chosen.solver->workspace_bytes(problem, chosen.config));
@@ -147,6 +153,18 @@ Device device_of(const Module& model) {
   return params.empty() ? Device::cpu : params.front().second.data().device();
 }
 
+// In training, the data needs no gradient, so the layers up to and including the first one
+// with parameters never run backward to their input: their input-gradient directions are neither
+// tuned nor costed (on AlexNet, conv1's bwd_data was among the dearest keys to profile).
+void set_layer_uses(std::vector<ChainLayer>& chain, LayerUse use) {
+  for (ChainLayer& layer : chain) layer.use = use;
+  if (use != LayerUse::training) return;
+  for (ChainLayer& layer : chain) {
+    layer.use = LayerUse::training_from_data;
+    if (!layer.module->parameters().empty()) return;
+  }
+}
+
 }  // namespace
 
 NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std::move(tuner)) {
@@ -163,18 +181,19 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     return trace_shapes(chain, input_shape, device);
   }();
 
-  std::vector<ConvProblem> problems;
-  std::vector<PoolProblem> pool_problems;
+  set_layer_uses(chain, use);
+  std::vector<std::pair<ConvProblem, LayerUse>> conv_layers;
+  std::vector<std::pair<PoolProblem, LayerUse>> pool_layers;
   for (const ChainLayer& layer : chain) {
-    if (layer.conv != nullptr) problems.push_back(layer.problem);
-    if (layer.pool != nullptr) pool_problems.push_back(layer.pool_problem);
+    if (layer.conv != nullptr) conv_layers.emplace_back(layer.problem, layer.use);
+    if (layer.pool != nullptr) pool_layers.emplace_back(layer.pool_problem, layer.use);
   }
   // Every model here ends in logits [N, classes] that train and bench feed to softmax
   // cross-entropy, in training and in evaluation alike: its problem is planned with the layers.
   std::vector<SoftmaxProblem> softmax_problems;
   if (output.size() == 2)
     softmax_problems.push_back({static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32, device});
-  const int to_profile = tuner_->pending(problems, pool_problems, softmax_problems, use);
+  const int to_profile = tuner_->pending(conv_layers, pool_layers, softmax_problems);
   int profiled = 0;
   tuner_->on_profile = [&](const std::string& key) {
     if (on_profile) on_profile(++profiled, to_profile, key);
@@ -182,8 +201,8 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
   std::vector<std::optional<LayerEntries>> entries(chain.size());
   std::vector<std::optional<PoolEntries>> pool_entries(chain.size());
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, use);
-    if (chain[i].pool != nullptr) pool_entries[i] = tuner_->pool_entries(chain[i].pool_problem, use);
+    if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, chain[i].use);
+    if (chain[i].pool != nullptr) pool_entries[i] = tuner_->pool_entries(chain[i].pool_problem, chain[i].use);
   }
   std::string softmax_solver;
   for (const SoftmaxProblem& problem : softmax_problems) softmax_solver = tuner_->plan(problem).name();

@@ -26,7 +26,8 @@ struct ConvLayerReport {
   int candidates = 0;   // timed candidates behind the decision, over the three directions
   double tuned_ms = 0;  // the plan's medians, three directions summed (0 when nothing was timed)
   double default_ms = 0;  // the untuned default's (first applicable NCHW) medians, when timed
-  std::size_t workspace_bytes = 0;  // the largest of the three directions
+  std::size_t workspace_bytes = 0;  // the largest of the directions that run
+  bool input_gradient = true;  // false: bwd_data never runs (the layer's input is the data)
 };
 
 // One pooling layer's decision.

@@ -24,11 +24,12 @@ constexpr Direction kPoolDirections[] = {Direction::fwd, Direction::bwd_data};
 
 std::vector<Direction> directions(LayerUse use) {
   if (use == LayerUse::inference) return {Direction::fwd};
+  if (use == LayerUse::training_from_data) return {Direction::fwd, Direction::bwd_weights};
   return {std::begin(kDirections), std::end(kDirections)};
 }
 
 std::vector<Direction> pool_directions(LayerUse use) {
-  if (use == LayerUse::inference) return {Direction::fwd};
+  if (use != LayerUse::training) return {Direction::fwd};
   return {std::begin(kPoolDirections), std::end(kPoolDirections)};
 }
 
@@ -341,17 +342,17 @@ TunedPlanner::~TunedPlanner() {
   }
 }
 
-int TunedPlanner::pending(const std::vector<ConvProblem>& conv_problems,
-                          const std::vector<PoolProblem>& pool_problems,
-                          const std::vector<SoftmaxProblem>& softmax_problems, LayerUse use) const {
+int TunedPlanner::pending(const std::vector<std::pair<ConvProblem, LayerUse>>& conv_layers,
+                          const std::vector<std::pair<PoolProblem, LayerUse>>& pool_layers,
+                          const std::vector<SoftmaxProblem>& softmax_problems) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
   const auto count = [&](const Subject& subject) {
     if (would_profile(subject)) keys.insert(subject.key);
   };
-  for (const ConvProblem& fwd : conv_problems)
+  for (const auto& [fwd, use] : conv_layers)
     for (Direction dir : directions(use)) count(conv_subject(fwd.with_dir(dir)));
-  for (const PoolProblem& fwd : pool_problems)
+  for (const auto& [fwd, use] : pool_layers)
     for (Direction dir : pool_directions(use)) count(pool_subject(fwd.with_dir(dir)));
   for (const SoftmaxProblem& problem : softmax_problems) count(softmax_subject(problem));
   return static_cast<int>(keys.size());

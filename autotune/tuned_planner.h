@@ -65,8 +65,11 @@ using LayerEntries = std::array<TuningEntry, 3>;
 // A pooling layer's entries, fwd and bwd_data; bwd_data is left empty (no key) for inference.
 using PoolEntries = std::array<TuningEntry, 2>;
 
-// Whether a shape is trained on (every direction matters) or only evaluated (forward only).
-enum class LayerUse { training, inference };
+// Whether a shape is trained on (every direction matters) or only evaluated (forward only). A
+// layer trained on whose input is the data (no layer before it has parameters) never computes its
+// input's gradient: training_from_data tunes and costs its forward and weight-gradient directions
+// only (a pooling layer there, its forward only).
+enum class LayerUse { training, training_from_data, inference };
 
 class TunedPlanner final : public ConvPlanner, public PoolPlanner, public SoftmaxPlanner {
  public:
@@ -123,8 +126,9 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
 
   // How many of these problems' direction keys the policy would profile or re-time now.
-  int pending(const std::vector<ConvProblem>& conv_problems, const std::vector<PoolProblem>& pool_problems,
-              const std::vector<SoftmaxProblem>& softmax_problems, LayerUse use = LayerUse::training) const;
+  int pending(const std::vector<std::pair<ConvProblem, LayerUse>>& conv_layers,
+              const std::vector<std::pair<PoolProblem, LayerUse>>& pool_layers,
+              const std::vector<SoftmaxProblem>& softmax_problems) const;
   // Called before each key is profiled or re-timed, with the key.
   std::function<void(const std::string&)> on_profile;
 

@@ -12,9 +12,14 @@
 #include <sstream>
 
 #include "autotune/calibration.h"
+#include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "core/error.h"
+#include "core/init.h"
+#include "core/rng.h"
+#include "models/registry.h"
 #include "ops/conv/registry.h"
+#include "ops/softmax_cross_entropy.h"
 #include "tests/support/test_data.h"
 #include "tests/support/tuner_harness.h"
 
@@ -335,6 +340,37 @@ TEST(TunedPlanner, InMemoryCacheFromAnotherPlannerGivesItsPlansWithoutFiles) {
   EXPECT_TRUE(files_in(cwd.path()).empty());
   EXPECT_EQ(files_in(dir.path()), files_before);
   EXPECT_EQ(contents(file), file_before);
+}
+
+// The data needs no gradient, so LeNet's conv1 never runs backward to its input: the pass neither
+// profiles nor stores conv1's bwd_data key (conv2's it does), and a training step with the plans
+// installed still gives every parameter a gradient.
+TEST(TunedPlanner, TheFirstLayersInputGradientIsNeitherTunedNorStored) {
+  testing::TempDir dir;
+  Harness h;
+  auto tuner = h.planner(TunePolicy::full, dir.path() / "tuning.yaml");
+  Rng rng(3);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+  NetworkPlanner planner(tuner);
+  std::vector<std::string> profiled;
+  planner.on_profile = [&](int, int, const std::string& key) { profiled.push_back(key); };
+  const NetworkPlanReport report = planner.plan(*model, {4, 1, 28, 28});
+  ASSERT_EQ(report.layers.size(), 2u);
+  const auto stored = [&](const ConvProblem& fwd, Direction dir) {
+    const std::string key = fwd.with_dir(dir).key();
+    const bool in_cache = tuner->cache().find("cpu-test", key) != nullptr;
+    EXPECT_EQ(in_cache, std::count(profiled.begin(), profiled.end(), key) == 1) << key;
+    return in_cache;
+  };
+  EXPECT_TRUE(stored(report.layers[0].problem, Direction::fwd));
+  EXPECT_FALSE(stored(report.layers[0].problem, Direction::bwd_data));
+  EXPECT_TRUE(stored(report.layers[0].problem, Direction::bwd_weights));
+  EXPECT_TRUE(stored(report.layers[1].problem, Direction::bwd_data));
+
+  Tensor images = Tensor::empty({4, 1, 28, 28});
+  uniform_fill(images, -1, 1, rng);
+  softmax_cross_entropy(model->forward(Variable(images)), {0, 1, 2, 3}).backward();
+  for (const auto& [name, p] : model->parameters()) EXPECT_TRUE(p.grad().defined()) << name;
 }
 
 }  // namespace

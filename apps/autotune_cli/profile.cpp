@@ -102,7 +102,7 @@ void print_layers(const NetworkPlanReport& report, std::ostream& out) {
     const bool timed = layer.tuned_ms > 0 && layer.default_ms > 0;
     table.add_row({layer.layer, layer.problem.key(), std::to_string(layer.candidates),
                    std::string(to_string(layer.plan.layout())), plan_text(layer.plan.fwd),
-                   plan_text(layer.plan.bwd_data), plan_text(layer.plan.bwd_weights),
+                   layer.input_gradient ? plan_text(layer.plan.bwd_data) : "-", plan_text(layer.plan.bwd_weights),
                    ms_or_dash(layer.tuned_ms), ms_or_dash(layer.default_ms),
                    timed ? format_speedup(layer.default_ms / layer.tuned_ms) : "-",
                    format_bytes(layer.workspace_bytes)});
