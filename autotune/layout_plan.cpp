@@ -90,81 +90,17 @@ LayoutNode merge_near_ties(LayoutNode node, double fraction) {
   return node;
 }
 
-namespace {
-
-// cost[k][l]: the cheapest cost of the layers so far, the last in layout l, after exactly k layout
-// changes; from[k][l]: the layout of the layer before it on that path (-1 for the first layer).
-struct ChangesStep {
-  std::vector<std::array<double, kLayoutCount>> cost;
-  std::vector<std::array<int, kLayoutCount>> from;
-};
-
-// Before the first layer: the input, in `input_layout`, at no cost and no change.
-ChangesStep input_step(std::size_t max_changes, Layout input_layout) {
-  ChangesStep step{std::vector<std::array<double, kLayoutCount>>(max_changes + 1),
-                   std::vector<std::array<int, kLayoutCount>>(max_changes + 1)};
-  for (auto& row : step.cost) row.fill(kCannotRun);
-  for (auto& row : step.from) row.fill(-1);
-  step.cost[0][static_cast<int>(input_layout)] = 0;
-  return step;
-}
-
-// The step for `node` after `previous`; as in plan_layouts, a strict < over layouts in enum
-// order keeps the NCHW-first choice among equal costs.
-ChangesStep next_changes_step(const ChangesStep& previous, const LayoutNode& node, const TransformCost& transform) {
-  ChangesStep step = previous;
-  for (auto& row : step.cost) row.fill(kCannotRun);
-  for (auto& row : step.from) row.fill(-1);
-  for (std::size_t k = 0; k < step.cost.size(); ++k)
-    for (int l = 0; l < kLayoutCount; ++l) {
-      if (!std::isfinite(node.cost_ms[l])) continue;
-      for (int p = 0; p < kLayoutCount; ++p) {
-        const std::size_t change = p != l;
-        if (k < change || !std::isfinite(previous.cost[k - change][p])) continue;
-        const double cost = previous.cost[k - change][p] +
-                            transform_between(transform, node.input, layout_at(p), layout_at(l)) + node.cost_ms[l];
-        if (cost < step.cost[k][l]) step.cost[k][l] = cost, step.from[k][l] = p;
-      }
-    }
-  return step;
-}
-
-}  // namespace
-
-LayoutAssignment plan_fewest_changes(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
-                                     double fraction, Layout input_layout) {
-  check_runnable(nodes);
-  const std::size_t n = nodes.size();
-  if (n == 0) return {{}, 0.0};
-  std::vector<ChangesStep> steps;  // steps[i]: after layer i
-  ChangesStep before = input_step(n, input_layout);
-  for (const LayoutNode& node : nodes) before = steps.emplace_back(next_changes_step(before, node, transform));
-  const auto& last = steps.back().cost;
-  double cheapest = kCannotRun;
-  for (const auto& row : last) cheapest = std::min(cheapest, *std::min_element(row.begin(), row.end()));
-  TUNECNN_CHECK(std::isfinite(cheapest), "layout planning: no layout assignment can run the network");
-  // The fewest changes whose cheapest path is within the limit, then that path's last layout.
-  std::size_t k = 0;
-  int layout = -1;
-  for (; layout < 0; ++k)
-    for (int l = 0; l < kLayoutCount; ++l)
-      if (last[k][l] <= cheapest * (1 + fraction) && (layout < 0 || last[k][l] < last[k][layout])) layout = l;
-  --k;
-  LayoutAssignment out{std::vector<Layout>(n), last[k][layout]};
-  for (std::size_t i = n; i-- > 0;) {
-    out.layouts[i] = layout_at(layout);
-    const int previous = steps[i].from[k][layout];
-    if (previous != layout) --k;
-    layout = previous;
-  }
-  return out;
-}
-
 LayoutAssignment choose_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
                                 Layout input_layout) {
   std::vector<LayoutNode> merged = nodes;
   for (LayoutNode& node : merged) node = merge_near_ties(node, kLayoutTieFraction);
-  return plan_fewest_changes(merged, transform, kLayoutTieFraction, input_layout);
+  const double penalty = kLayoutChangePenalty * plan_layouts(merged, transform, input_layout).total_ms;
+  const TransformCost charged = [&](const Shape& shape, Layout from, Layout to) {
+    return transform(shape, from, to) + penalty;
+  };
+  LayoutAssignment chosen = plan_layouts(merged, charged, input_layout);
+  chosen.total_ms = assignment_ms(merged, chosen.layouts, transform, input_layout);
+  return chosen;
 }
 
 int layout_changes(const std::vector<Layout>& layouts, Layout input_layout) {
