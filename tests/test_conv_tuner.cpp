@@ -293,24 +293,27 @@ TEST(ConvTuner, VerificationProblemKeepsTheGeometry) {
   const ConvProblem big{Direction::bwd_weights, 64, 64, 112, 96, 64, 3, 3, 2, 2, 1, 1, 1};
   const ConvProblem small = verification_problem(big);
   EXPECT_EQ(small.mb, 2);
-  EXPECT_LE(small.oh(), 8);  // wide channels keep it above the usual 1M multiply-adds
+  EXPECT_LE(small.oh(), 8);  // 64 channels keep it above the usual 1M multiply-adds
   EXPECT_LE(small.ow(), 8);
   EXPECT_GE(small.oh(), 4);
   EXPECT_EQ(small.dir, big.dir);
-  EXPECT_EQ(small.ic, big.ic);  // 64 channels: under two blocks of 48, kept
-  EXPECT_EQ(small.oc, big.oc);
+  EXPECT_EQ(small.ic, 16);  // 64 channels: the same remainder modulo 48, 16
+  EXPECT_EQ(small.oc, 16);
+  EXPECT_LE(small.macs(), 1'000'000);
   EXPECT_EQ(small.kh, big.kh);
   EXPECT_EQ(small.sh, big.sh);
   EXPECT_EQ(small.pw, big.pw);
   EXPECT_EQ(verification_problem(kSmall).ih, kSmall.ih);
 
   // AlexNet's conv4: 384 -> 384 channels stays near 100M multiply-adds after the spatial cut;
-  // the channels go to one block of 48 plus the remainder (0 here), 64x fewer.
+  // the channels go to their remainder modulo 48 (0 here), raised by 48 to at least 16.
   const ConvProblem wide{Direction::fwd, 64, 384, 13, 13, 384, 3, 3, 1, 1, 1, 1, 1};
   const ConvProblem cut = verification_problem(wide);
   EXPECT_EQ(cut.ic, 48);
   EXPECT_EQ(cut.oc, 48);
-  EXPECT_EQ(verification_problem({Direction::fwd, 2, 100, 8, 8, 200, 3, 3, 1, 1, 1, 1, 1}).oc, 48 + 200 % 48);
+  const ConvProblem odd = verification_problem({Direction::fwd, 2, 100, 8, 8, 1024, 3, 3, 1, 1, 1, 1, 1});
+  EXPECT_EQ(odd.ic, 48 + 100 % 48);  // 4 is under 16
+  EXPECT_EQ(odd.oc, 1024 % 48);      // 16
   // Grouped: a config such as the diagonal solver's group size depends on the channels.
   const ConvProblem depthwise{Direction::fwd, 64, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 512};
   EXPECT_EQ(verification_problem(depthwise).ic, 512);
