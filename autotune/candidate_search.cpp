@@ -65,7 +65,7 @@ constexpr double kSweepFactor = 2;
 // fastest are timed again in alternation, for this many calls each.
 constexpr double kPlayoffFactor = 1.15;
 constexpr int kPlayoffRounds = 2;
-// A layout's fastest candidate that lost on one call within this factor of the fastest gets a
+// A layout's fastest candidate cut on its one cold call within this factor of the fastest gets a
 // second call before the playoff (CandidateSearch::second_opinion).
 constexpr double kSecondOpinionFactor = 2.5;
 // Settled: adding each of the last this many calls moved the median less than `settle`.
@@ -367,14 +367,16 @@ void CandidateSearch::playoff(const std::vector<SolverTrial>& trials, std::size_
   for (std::size_t k = 0; k < finalists.size(); ++k) record(finalists[k], samples[k], kPlayoffRounds);
 }
 
-// A layout's fastest candidate that lost on a single call may have met a burst (on MobileNet
-// one lasted through five candidates' calls and put every layout but the leader's at 2x), and
-// then the layout DP weighs that layout at twice its cost. Within kSecondOpinionFactor of the
-// fastest it gets one more call; when that one is within kPlayoffFactor, it is a finalist.
+// A layout's fastest candidate that was cut on its one cold scouting call may have met a burst
+// (on MobileNet one lasted through five candidates' calls and put every layout but the leader's
+// at 2x), and then the layout DP weighs that layout at twice its cost. Within
+// kSecondOpinionFactor of the fastest it gets one more call; when that one is within
+// kPlayoffFactor, it is a finalist. One cut after a cold and a warm call was measured twice (on
+// AlexNet a third call of direct_chwn cost 0.1 s per key and changed nothing).
 bool CandidateSearch::second_opinion(const std::vector<SolverTrial>& trials, std::size_t index,
                                      double fastest_ms) {
   const CandidateResult& r = results_[index];
-  if (r.runs > 1 || r.median_ms > kSecondOpinionFactor * fastest_ms) return false;
+  if (costs_[index].calls > 1 || r.median_ms > kSecondOpinionFactor * fastest_ms) return false;
   CallSamples samples;
   samples.times = {r.median_ms / 1e3};
   time_one(call_of(trials, index), clock_, samples);
