@@ -155,7 +155,7 @@ Device device_of(const Module& model) {
 
 // In training, the data needs no gradient, so the layers up to and including the first one
 // with parameters never run backward to their input: their input-gradient directions are neither
-// tuned nor costed (on AlexNet, conv1's bwd_data was among the dearest keys to profile).
+// tuned nor costed (Conv2d computes bwd_data only for an input that requires a gradient).
 void set_layer_uses(std::vector<ChainLayer>& chain, LayerUse use) {
   for (ChainLayer& layer : chain) layer.use = use;
   if (use != LayerUse::training) return;
