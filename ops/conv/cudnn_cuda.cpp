@@ -25,10 +25,28 @@ cudnnDataType_t cudnn_type(DType dt) {
   return dt == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
 }
 
-// The four descriptors of a problem, destroyed with it.
+// The four descriptors of a problem, destroyed with it, and on a throw from the constructor
+// (which skips the destructor) those already created.
 class Descriptors {
  public:
   explicit Descriptors(const ConvProblem& p) {
+    try {
+      create(p);
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+  ~Descriptors() { destroy(); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  cudnnTensorDescriptor_t src = nullptr, dst = nullptr;
+  cudnnFilterDescriptor_t wei = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+ private:
+  void create(const ConvProblem& p) {
     TUNECNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&src));
     TUNECNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&dst));
     TUNECNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&wei));
@@ -45,18 +63,12 @@ class Descriptors {
     TUNECNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.g));
     TUNECNN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
   }
-  ~Descriptors() {
-    cudnnDestroyConvolutionDescriptor(conv);
-    cudnnDestroyFilterDescriptor(wei);
-    cudnnDestroyTensorDescriptor(dst);
-    cudnnDestroyTensorDescriptor(src);
+  void destroy() {
+    if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+    if (wei != nullptr) cudnnDestroyFilterDescriptor(wei);
+    if (dst != nullptr) cudnnDestroyTensorDescriptor(dst);
+    if (src != nullptr) cudnnDestroyTensorDescriptor(src);
   }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
-
-  cudnnTensorDescriptor_t src = nullptr, dst = nullptr;
-  cudnnFilterDescriptor_t wei = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
 };
 
 // The algorithms cuDNN's heuristic lists as supported, best first.
