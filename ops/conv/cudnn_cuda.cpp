@@ -12,6 +12,7 @@
 // configs by it. Some algorithms are not deterministic (cuDNN's determinism flag); the tuner
 // sees them like any other config.
 // Descriptors are built for each call (microseconds, next to a convolution).
+#include <algorithm>
 #include <climits>
 
 #include "ops/conv/args.h"
@@ -71,13 +72,17 @@ class Descriptors {
   }
 };
 
-// The algorithms cuDNN's heuristic lists as supported, best first.
+// The algorithms cuDNN's heuristic lists as supported, best first, each once: the heuristic may
+// list an algorithm once per math type, and every call here runs it with FMA math.
 template <class Perf>
 std::vector<int> supported_in_order(const Perf* results, int returned) {
   std::vector<int> algos;
-  for (int i = 0; i < returned; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS)
-      algos.push_back(static_cast<int>(results[i].algo));
+  for (int i = 0; i < returned; ++i) {
+    const int algo = static_cast<int>(results[i].algo);
+    if (results[i].status == CUDNN_STATUS_SUCCESS &&
+        std::find(algos.begin(), algos.end(), algo) == algos.end())
+      algos.push_back(algo);
+  }
   return algos;
 }
 
