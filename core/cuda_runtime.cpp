@@ -27,12 +27,22 @@ class CudaAllocator final : public Allocator {
     void* ptr = nullptr;
     cudaError_t status = cudaMalloc(&ptr, bytes);
     if (status != cudaSuccess) {
+      // The failure is also the runtime's last error, which the next launch check
+      // (cudaGetLastError) would report as its own: clear it, as cuda_device_count() does.
+      cudaGetLastError();
       release_cached();  // give the cache back and try once more before failing
-      TUNECNN_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+      status = cudaMalloc(&ptr, bytes);
+      if (status != cudaSuccess) cudaGetLastError();  // the Error thrown below may be caught
+      TUNECNN_CHECK(status == cudaSuccess, "cudaMalloc of ", bytes,
+                    " bytes failed: ", cudaGetErrorString(status));
     }
     return ptr;
   }
-  void system_free(void* ptr) override { cudaFree(ptr); }
+  void system_free(void* ptr) override {
+    // Unchecked (at exit the runtime may be gone), but a failure must not linger as the last
+    // error for the next launch check to misreport.
+    if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
+  }
 };
 }  // namespace
 
