@@ -1,10 +1,12 @@
 // The CUDA conv solvers: every one x every config x every direction x every shape (the edge
 // cases in f32 and f64, the scaled-down model layers in f32) against the CPU direct reference;
 // the GPU direct against the CPU direct bit for bit (f32) or to rounding (f64); conv2d with bias
-// on the GPU against the CPU; and the workspace contract. Those need a GPU and skip without one.
+// on the GPU against the CPU; the workspace contract; every config on a NaN-filled workspace, run
+// twice for the same bits; cuDNN's configs each once. Those need a GPU and skip without one.
 // The registry checks at the end run everywhere: they never touch a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "core/allocator.h"
@@ -200,6 +202,80 @@ TEST_P(CudaConvWorkspaceTest, RunConvAllocatesWorkspaceBytesOnTheGpu) {
 INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvWorkspaceTest, ::testing::ValuesIn(workspace_cases()),
                          case_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvWorkspaceTest);
+
+// Every config with a workspace full of NaN, which a fresh cudaMalloc block (what the tests above
+// mostly get) hides: a solver that reads scratch it has not written (a buffer it should have
+// cleared, a region it should have filled) shows NaN. Then once more with a zeroed workspace,
+// which must give the same bits (one stream, fixed sums), except for cuDNN, some of whose
+// algorithms add with atomics.
+std::vector<CudaCase> poisoned_workspace_cases() {
+  std::vector<CudaCase> cases;
+  const auto& edges = edge_case_shapes();
+  // odd_batch5, stride2_pad1, k5_s2_p2, pad3_k3, groups4_s2_p2, depthwise_x2, aniso_k5x3
+  const std::vector<ConvShape> shapes = {edges[2],  edges[5],  edges[6], edges[13],
+                                         edges[17], edges[19], edges[21]};
+  for (const ConvSolver* solver : conv_solvers(Device::cuda))
+    for (const ConvShape& shape : shapes)
+      for (DType dt : {DType::f32, DType::f64}) add_if_applicable(cases, solver, shape, dt);
+  return cases;
+}
+
+class CudaConvPoisonedWorkspaceTest : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
+  SKIP_WITHOUT_GPU();
+  const CudaCase& c = GetParam();
+  const ConvProblem p = c.problem();
+  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 5);
+  const Tensor want = cpu_reference(p, cpu_args);
+  const ConvArgs gpu_args = conv_args_on(cpu_args, Device::cuda);
+  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
+  for (const TuneConfig& config : c.solver->configs(p)) {
+    const std::size_t bytes = c.solver->workspace_bytes(p, config);
+    // f32 NaNs: any 8 aligned bytes of them are a double NaN too.
+    Tensor scratch = Tensor::empty({static_cast<std::int64_t>(bytes / 4 + 1)}, DType::f32,
+                                   Device::cuda);
+    const auto run_with = [&](double fill) {
+      scratch.fill(fill);
+      Tensor out = conv_output(gpu_args, p.dir);
+      out.fill(std::numeric_limits<double>::quiet_NaN());
+      c.solver->run(p, config, gpu_args, Workspace{bytes ? scratch.raw_data() : nullptr, bytes});
+      return out.to(Device::cpu);
+    };
+    const Tensor poisoned = run_with(std::numeric_limits<double>::quiet_NaN());
+    EXPECT_TRUE(close_relative(poisoned, want, tol)) << describe(*c.solver, config, p);
+    if (c.solver->name() != "cudnn") {
+      EXPECT_TRUE(close_relative(run_with(0.0), poisoned, 0.0))
+          << "not repeatable: " << describe(*c.solver, config, p);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvPoisonedWorkspaceTest,
+                         ::testing::ValuesIn(poisoned_workspace_cases()), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvPoisonedWorkspaceTest);
+
+// cuDNN's configs are its algorithms for the direction, each once (its heuristic may list one
+// algorithm once per math type), and each has a workspace size.
+TEST(CudaCudnn, ConfigsNameEachAlgorithmOnce) {
+  SKIP_WITHOUT_GPU();
+  const ConvSolver* cudnn = find_conv_solver("cudnn", Device::cuda);
+  ASSERT_NE(cudnn, nullptr);
+  for (const ConvShape& shape : edge_case_shapes())
+    for (Direction dir : kAllDirections)
+      for (DType dt : {DType::f32, DType::f64}) {
+        const ConvProblem p = on_device(shape.with(dir, dt), Device::cuda);
+        const std::vector<TuneConfig> configs = cudnn->configs(p);
+        EXPECT_FALSE(configs.empty()) << p.key();
+        for (std::size_t i = 0; i < configs.size(); ++i) {
+          EXPECT_NO_THROW((void)cudnn->workspace_bytes(p, configs[i]))
+              << p.key() << " [" << configs[i].str() << "]";
+          for (std::size_t j = 0; j < i; ++j)
+            EXPECT_NE(configs[i], configs[j]) << p.key() << " lists [" << configs[i].str()
+                                              << "] twice";
+        }
+      }
+}
 
 // --- Everywhere: the registry, without touching a GPU. ---
 
