@@ -24,7 +24,8 @@ __global__ void reduce_kernel(const T* a, const T* b, std::int64_t n, double* ou
       acc += x;
     } else if constexpr (kind == Reduction::max_abs_diff) {
       const double d = fabs(x - static_cast<double>(b[i]));
-      if (!(d <= acc)) acc = d;  // NaN wins, as on the CPU
+      // A NaN wins and stays: `!(d <= acc)` would let the next finite d replace a NaN acc.
+      if (d > acc || d != d) acc = d;
     } else {
       acc += isfinite(x) ? 0.0 : 1.0;
     }
@@ -35,7 +36,7 @@ __global__ void reduce_kernel(const T* a, const T* b, std::int64_t n, double* ou
     if (threadIdx.x < half) {
       const double other = partial[threadIdx.x + half];
       if constexpr (kind == Reduction::max_abs_diff) {
-        if (!(other <= partial[threadIdx.x])) partial[threadIdx.x] = other;
+        if (other > partial[threadIdx.x] || other != other) partial[threadIdx.x] = other;
       } else {
         partial[threadIdx.x] += other;
       }
