@@ -99,7 +99,12 @@ Storage::~Storage() { allocator_for(device_).deallocate(data_, bytes_); }
 void Storage::move_to(Device device) {
   if (device == device_) return;
   void* moved = allocator_for(device).allocate(bytes_);
-  copy_bytes(moved, device, data_, device_, bytes_);
+  try {
+    copy_bytes(moved, device, data_, device_, bytes_);
+  } catch (...) {  // a failed copy (a CUDA error) must not leak the new block
+    allocator_for(device).deallocate(moved, bytes_);
+    throw;
+  }
   allocator_for(device_).deallocate(data_, bytes_);
   data_ = moved;
   device_ = device;
