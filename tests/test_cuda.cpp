@@ -1,6 +1,10 @@
 // CUDA device memory: these run only where a GPU is present and skip cleanly elsewhere.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
 #include "autotune/fingerprint.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
@@ -35,6 +39,28 @@ TEST_F(Cuda, CachingAllocatorReusesDeviceBlocks) {
   const MemoryStats after = alloc.stats();
   EXPECT_EQ(after.system_allocations, mid.system_allocations);
   EXPECT_GE(after.peak_bytes, static_cast<std::size_t>(n) * 4);
+}
+
+// A failed cudaMalloc is also the runtime's last error: the allocator must clear it, or the next
+// kernel launch's check reports "out of memory" for a launch that worked.
+TEST_F(Cuda, AFailedAllocationLeavesNoErrorForTheNextLaunch) {
+  const std::int64_t pebibyte_of_floats = std::int64_t{1} << 48;
+  EXPECT_THROW((void)Tensor::empty({pebibyte_of_floats}, DType::f32, Device::cuda), Error);
+  Tensor z = Tensor::zeros({1000}, DType::f32, Device::cuda);  // a launch, checked
+  EXPECT_EQ(sum(z), 0.0);
+}
+
+// The GPU reduction keeps a NaN once it has seen one, in a thread's own stride and in the tree.
+TEST_F(Cuda, MaxAbsDiffOnTheGpuKeepsANan) {
+  const std::int64_t n = 5000;  // several elements per thread of the one-block reduction
+  for (std::int64_t at : {std::int64_t{3}, n - 1}) {
+    std::vector<float> a(static_cast<std::size_t>(n), 1.0f);
+    a[static_cast<std::size_t>(at)] = std::nanf("");
+    const Tensor ga = Tensor::from_vector(a, {n}).to(Device::cuda);
+    const Tensor gb = Tensor::zeros({n}, DType::f32, Device::cuda);
+    EXPECT_TRUE(std::isnan(max_abs_diff(ga, gb))) << "NaN at " << at;
+    EXPECT_FALSE(all_finite(ga)) << "NaN at " << at;
+  }
 }
 
 TEST_F(Cuda, ZerosOnDevice) {
