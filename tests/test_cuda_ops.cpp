@@ -196,6 +196,44 @@ TEST_F(CudaOps, BatchNormMatchesTheCpuIncludingRunningStatisticsOverSteps) {
     }
 }
 
+// More values per channel than the statistics kernels have threads (256), so each thread sums
+// several, and odd sizes everywhere.
+TEST_F(CudaOps, BatchNormMatchesTheCpuWithMoreValuesPerChannelThanThreads) {
+  const Shape shape{3, 4, 13, 11};  // 429 values per channel
+  for (DType dt : kDTypes)
+    for (Layout layout : kLayouts) {
+      const std::string what =
+          describe_case("batch_norm", dt, shape, std::string(to_string(layout)));
+      Rng rng(14);
+      Tensor mean_c = Tensor::zeros({4}, dt), var_c = Tensor::full({4}, 1.0, dt);
+      Tensor mean_g = mean_c.to(Device::cuda), var_g = var_c.to(Device::cuda);
+      Leaf x = leaf(convert_layout(random_tensor(shape, rng, dt, -1, 3), layout));
+      Leaf gamma = leaf(random_tensor({4}, rng, dt, 0.5, 1.5));
+      Leaf beta = leaf(random_tensor({4}, rng, dt));
+      Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, mean_c, var_c, true);
+      Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, mean_g, var_g, true);
+      expect_matches(yg.data(), yc.data(), tolerance(dt), what + " forward");
+      expect_matches(mean_g, mean_c, tolerance(dt), what + " running_mean");
+      expect_matches(var_g, var_c, tolerance(dt), what + " running_var");
+      backward_both(yc, yg, convert_layout(random_tensor(shape, rng, dt), layout));
+      expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(dt), what + " backward dx");
+      expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tolerance(dt), what + " backward dgamma");
+      expect_matches(beta.gpu.grad(), beta.cpu.grad(), tolerance(dt), what + " backward dbeta");
+    }
+}
+
+// Elementwise kernels launch at most 32 blocks per SM and loop over the rest: a tensor larger
+// than one grid (about 1.1M elements on an H200) takes more than one trip round that loop.
+TEST_F(CudaOps, ElementwiseKernelsAndReductionsCoverTensorsLargerThanOneGrid) {
+  const Shape shape{5, 1 << 20};
+  Rng rng(15);
+  Leaf x = leaf(random_tensor(shape, rng, DType::f32, -1, 1));
+  Variable yc = relu(x.cpu), yg = relu(x.gpu);
+  expect_matches(yg.data(), yc.data(), 0, "relu of 5M values forward");
+  EXPECT_NEAR(sum(yg.data()), sum(yc.data()), 1e-9 * static_cast<double>(yc.data().numel()));
+  EXPECT_EQ(max_abs_diff(yg.data(), yc.data().to(Device::cuda)), 0.0);
+}
+
 TEST_F(CudaOps, LrnMatchesTheCpuInEveryLayout) {
   const Shape shape{2, 7, 3, 4};
   const LrnParams alexnet{};
@@ -305,7 +343,8 @@ TEST_F(CudaOps, SoftmaxCrossEntropyLossAndGradientMatchTheCpu) {
     double scale;  // logits in [-scale, scale]
   };
   const Case cases[] = {{1, 10, 3},     {64, 10, 3},   {3, 1000, 5},
-                        {2, 5000, 5},   {300, 7, 2},   {4, 10, 1e4}};
+                        {2, 5000, 5},   {300, 7, 2},   {4, 10, 1e4},
+                        {5000, 3, 2}};  // more rows than blocks: the kernels' row loop
   for (DType dt : kDTypes)
     for (const Case& c : cases) {
       const std::string what = describe_case("softmax_cross_entropy", dt, {c.rows, c.classes},
