@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
@@ -61,6 +63,21 @@ TEST_F(Cuda, MaxAbsDiffOnTheGpuKeepsANan) {
     EXPECT_TRUE(std::isnan(max_abs_diff(ga, gb))) << "NaN at " << at;
     EXPECT_FALSE(all_finite(ga)) << "NaN at " << at;
   }
+}
+
+// The tuner's GPU clock: events on the compute stream, read after they complete, so an interval
+// around queued kernels holds their GPU time and an empty interval holds almost nothing.
+TEST_F(Cuda, DeviceClockTimesWorkQueuedOnTheComputeStream) {
+  const std::function<double()> clock = device_clock(Device::cuda);
+  Tensor big = Tensor::empty({std::int64_t{1} << 26}, DType::f32, Device::cuda);  // 256 MiB
+  const double start = clock();
+  for (int i = 0; i < 10; ++i) big.fill(i);  // 2.5 GiB of writes, queued asynchronously
+  const double after_work = clock();
+  const double after_nothing = clock();
+  EXPECT_GT(after_work, start);
+  EXPECT_GE(after_nothing, after_work);
+  EXPECT_LT(after_nothing - after_work, after_work - start);
+  EXPECT_LT(after_work - start, 10.0);
 }
 
 TEST_F(Cuda, ZerosOnDevice) {
