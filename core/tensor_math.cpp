@@ -1,5 +1,6 @@
 #include "core/tensor_math.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/device.h"
@@ -61,7 +62,8 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
     double worst = 0;
     for (std::int64_t i = 0, n = a.numel(); i < n; ++i) {
       const double d = std::abs(static_cast<double>(p[i]) - static_cast<double>(q[i]));
-      if (!(d <= worst)) worst = d;  // NaN propagates as the worst difference
+      if (std::isnan(d)) return d;  // a NaN is the worst difference; a later finite one must not hide it
+      worst = std::max(worst, d);
     }
     return worst;
   });

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "core/allocator.h"
 #include "core/cuda_runtime.h"
 #include "core/init.h"
@@ -73,6 +76,18 @@ TEST(HashFill, FillsTheRangeEvenlyAndDependsOnlyOnTheSeed) {
     EXPECT_LT(same_as_other_seed, 5);
     EXPECT_EQ(max_abs_diff(a, b), 0);
   }
+}
+
+// A NaN anywhere is the worst difference, also when finite differences follow it: comparisons
+// of a result against its reference must not pass a NaN as close.
+TEST(TensorMath, MaxAbsDiffKeepsANaNFollowedByFiniteDifferences) {
+  Tensor a = Tensor::zeros({4}), b = Tensor::zeros({4});
+  a.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  b.data<float>()[2] = 0.5f;
+  EXPECT_TRUE(std::isnan(max_abs_diff(a, b)));
+  EXPECT_TRUE(std::isnan(max_abs_diff(b, a)));
+  a.data<float>()[0] = 0;
+  EXPECT_EQ(max_abs_diff(a, b), 0.5);
 }
 
 TEST(Allocator, ReusesFreedBlocksAndTracksPeak) {
