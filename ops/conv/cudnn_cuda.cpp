@@ -14,6 +14,7 @@
 // Descriptors are built for each call (microseconds, next to a convolution).
 #include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "ops/conv/args.h"
 #include "ops/conv/cudnn.h"
@@ -86,29 +87,36 @@ std::vector<int> supported_in_order(const Perf* results, int returned) {
   return algos;
 }
 
+// The heuristic's whole list: cuDNN may list an algorithm once per math type, so the list can be
+// longer than CUDNN_CONVOLUTION_*_ALGO_COUNT; its *AlgorithmMaxCount says how long it can be.
 std::vector<int> heuristic_order(const ConvProblem& p, const Descriptors& d) {
-  int returned = 0;
+  int capacity = 0, returned = 0;
   switch (p.dir) {
     case Direction::fwd: {
-      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_handle(), &capacity));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::max(capacity, 1));
       TUNECNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          cudnn_handle(), d.src, d.wei, d.conv, d.dst, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-          results));
-      return supported_in_order(results, returned);
+          cudnn_handle(), d.src, d.wei, d.conv, d.dst, static_cast<int>(results.size()), &returned,
+          results.data()));
+      return supported_in_order(results.data(), returned);
     }
     case Direction::bwd_data: {
-      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(
+          cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_handle(), &capacity));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::max(capacity, 1));
       TUNECNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          cudnn_handle(), d.wei, d.dst, d.conv, d.src, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-          &returned, results));
-      return supported_in_order(results, returned);
+          cudnn_handle(), d.wei, d.dst, d.conv, d.src, static_cast<int>(results.size()), &returned,
+          results.data()));
+      return supported_in_order(results.data(), returned);
     }
     case Direction::bwd_weights: {
-      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      TUNECNN_CUDNN_CHECK(
+          cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_handle(), &capacity));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::max(capacity, 1));
       TUNECNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          cudnn_handle(), d.src, d.dst, d.conv, d.wei, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-          &returned, results));
-      return supported_in_order(results, returned);
+          cudnn_handle(), d.src, d.dst, d.conv, d.wei, static_cast<int>(results.size()), &returned,
+          results.data()));
+      return supported_in_order(results.data(), returned);
     }
   }
   return {};
