@@ -47,7 +47,8 @@ std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
          "_" + std::string(to_string(c.dt));
 }
 
-// applicable() never touches the GPU, so the cases are listed on any machine.
+// applicable() needs no GPU (cudnn asks cuDNN only where one is present), so the cases are
+// listed on any machine.
 void add_if_applicable(std::vector<CudaCase>& cases, const ConvSolver* solver,
                        const ConvShape& shape, DType dt) {
   for (Direction dir : kAllDirections) {
@@ -273,6 +274,29 @@ TEST(CudaCudnn, ConfigsNameEachAlgorithmOnce) {
           for (std::size_t j = 0; j < i; ++j)
             EXPECT_NE(configs[i], configs[j]) << p.key() << " lists [" << configs[i].str()
                                               << "] twice";
+        }
+      }
+}
+
+// applicable() says yes exactly when configs() has an algorithm, so the tuners, which call
+// configs() only for applicable solvers, skip cuDNN instead of failing where it has none; a second
+// call (from its per-key cache) gives the same answer.
+TEST(CudaCudnn, ApplicableExactlyWhenAnAlgorithmIsSupported) {
+  SKIP_WITHOUT_GPU();
+  const ConvSolver* cudnn = find_conv_solver("cudnn", Device::cuda);
+  ASSERT_NE(cudnn, nullptr);
+  for (const ConvShape& shape : edge_case_shapes())
+    for (Direction dir : kAllDirections)
+      for (DType dt : {DType::f32, DType::f64}) {
+        const ConvProblem p = on_device(shape.with(dir, dt), Device::cuda);
+        std::string why;
+        const bool applicable = cudnn->applicable(p, &why);
+        EXPECT_EQ(cudnn->applicable(p, nullptr), applicable) << p.key();
+        if (applicable) {
+          EXPECT_FALSE(cudnn->configs(p).empty()) << p.key();
+        } else {
+          EXPECT_FALSE(why.empty()) << p.key();
+          EXPECT_THROW((void)cudnn->configs(p), Error) << p.key() << ": " << why;
         }
       }
 }

@@ -6,8 +6,10 @@
 
 namespace tunecnn {
 
-// Registered for Device::cuda. applicable() never calls cuDNN (CPU-only machines reach it);
-// configs(), workspace_bytes() and run() do, and need a GPU.
+// Registered for Device::cuda. applicable() asks cuDNN (once per problem key) whether it has an
+// algorithm for the problem, so the tuners skip cuDNN rather than fail where it has none; on a
+// machine without a GPU it does not call cuDNN (the static checks only). configs(),
+// workspace_bytes() and run() call cuDNN and need a GPU.
 class CudnnSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "cudnn"; }

@@ -14,8 +14,12 @@
 // Descriptors are built for each call (microseconds, next to a convolution).
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
+#include "core/cuda_runtime.h"
 #include "ops/conv/args.h"
 #include "ops/conv/cudnn.h"
 #include "ops/cuda_libraries.h"
@@ -142,21 +146,44 @@ cudnnStatus_t query_workspace(const ConvProblem& p, const Descriptors& d, int al
   return CUDNN_STATUS_BAD_PARAM;
 }
 
-std::vector<int> supported_algos(const ConvProblem& p, const Descriptors& d) {
+std::vector<int> query_supported_algos(const ConvProblem& p) {
+  const Descriptors d(p);
   std::vector<int> algos;
   for (int algo : heuristic_order(p, d)) {
     std::size_t bytes = 0;
     if (query_workspace(p, d, algo, &bytes) == CUDNN_STATUS_SUCCESS) algos.push_back(algo);
   }
+  return algos;
+}
+
+// The algorithms cuDNN supports for the problem (empty: none), asked once per problem key:
+// applicable() needs the answer and the tuners call it often. An error is not kept, so a
+// transient one does not decide the problem for the rest of the process.
+std::vector<int> supported_algos(const ConvProblem& p) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<int>> known;
+  const std::string key = p.key();
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  std::vector<int> algos = query_supported_algos(p);
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, algos);
+  return algos;
+}
+
+std::vector<int> checked_supported_algos(const ConvProblem& p) {
+  std::vector<int> algos = supported_algos(p);
   TUNECNN_CHECK(!algos.empty(), "cuDNN supports no ", to_string(p.dir), " algorithm for ", p.key(),
                 "; force another solver (--force-solver im2col_gemm)");
   return algos;
 }
 
 // The config's algorithm; cuDNN's heuristic choice for an empty config.
-int algo_of(const ConvProblem& p, const Descriptors& d, const TuneConfig& config) {
+int algo_of(const ConvProblem& p, const TuneConfig& config) {
   const int algo = config.get("algo", -1);
-  return algo >= 0 ? algo : supported_algos(p, d).front();
+  return algo >= 0 ? algo : checked_supported_algos(p).front();
 }
 
 template <class T>
@@ -194,19 +221,27 @@ bool CudnnSolver::applicable(const ConvProblem& p, std::string* why) const {
   for (const Shape& shape : {p.src_shape(), p.dst_shape(), p.wei_shape()})
     if (shape_numel(shape) > INT_MAX)
       return reject(why, "a tensor of more than 2^31 elements, beyond cuDNN's 4-D descriptors");
+  // Without a GPU cuDNN cannot be asked; nothing runs there anyway, and listing stays possible.
+  if (cuda_device_count() == 0) return true;
+  try {
+    if (supported_algos(p).empty())
+      return reject(why, "cuDNN supports no " + std::string(to_string(p.dir)) +
+                             " algorithm for this problem");
+  } catch (const Error& e) {
+    return reject(why, "cuDNN could not be asked about this problem: " + e.message());
+  }
   return true;
 }
 
 std::vector<TuneConfig> CudnnSolver::configs(const ConvProblem& p) const {
-  const Descriptors d(p);
   std::vector<TuneConfig> out;
-  for (int algo : supported_algos(p, d)) out.push_back(TuneConfig{{{"algo", algo}}});
+  for (int algo : checked_supported_algos(p)) out.push_back(TuneConfig{{{"algo", algo}}});
   return out;
 }
 
 std::size_t CudnnSolver::workspace_bytes(const ConvProblem& p, const TuneConfig& config) const {
+  const int algo = algo_of(p, config);
   const Descriptors d(p);
-  const int algo = algo_of(p, d, config);
   std::size_t bytes = 0;
   const cudnnStatus_t status = query_workspace(p, d, algo, &bytes);
   TUNECNN_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN ", to_string(p.dir), " algorithm ", algo,
@@ -219,8 +254,8 @@ void CudnnSolver::run(const ConvProblem& p, const TuneConfig& config, const Conv
   TUNECNN_CHECK(p.device == Device::cuda, "cudnn runs GPU problems only, got ", p.key(), " on ",
                 to_string(p.device));
   check_conv_args(p, args, Layout::NCHW);
+  const int algo = algo_of(p, config);
   const Descriptors d(p);
-  const int algo = algo_of(p, d, config);
   if (p.dt == DType::f64) return run_as<double>(p, d, algo, args, ws);
   run_as<float>(p, d, algo, args, ws);
 }
