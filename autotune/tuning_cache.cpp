@@ -67,9 +67,14 @@ void TuningCache::put_device(DeviceRecord device) {
   devices_[std::move(id)] = std::move(device);
 }
 
+// Every device's registries: a GPU section's entries name GPU solvers (cudnn), which the CPU's
+// registry lacks; checking that one alone skipped them at every load, so the GPU re-tuned them.
 bool is_known_solver(std::string_view name) {
-  return find_conv_solver(name) != nullptr || find_pool_solver(name) != nullptr ||
-         find_softmax_solver(name) != nullptr;
+  for (Device device : {Device::cpu, Device::cuda})
+    if (find_conv_solver(name, device) != nullptr || find_pool_solver(name, device) != nullptr ||
+        find_softmax_solver(name, device) != nullptr)
+      return true;
+  return false;
 }
 
 // ---- writing YAML ----

@@ -51,7 +51,8 @@ class TuningCache {
   std::map<std::string, DeviceRecord> devices_;
 };
 
-// Whether a solver name belongs to this build (the conv, pool and softmax registries).
+// Whether a solver name belongs to this build (the conv, pool and softmax registries of every
+// device).
 bool is_known_solver(std::string_view name);
 using SolverFilter = std::function<bool(std::string_view)>;
 

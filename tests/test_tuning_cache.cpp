@@ -12,6 +12,7 @@
 
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
+#include "core/cuda_runtime.h"
 #include "support/test_data.h"
 
 namespace tunecnn {
@@ -314,6 +315,27 @@ TEST(TuningCache, BadEntriesSkippedRestKept) {
   EXPECT_EQ(*loaded.cache.find("cpu-1", "good"), make_entry("good"));
   EXPECT_EQ(loaded.cache.devices().at("cpu-1").entries.size(), 1u);
   EXPECT_EQ(read_bytes(path), text);  // loading never rewrites a usable file
+}
+
+// A GPU section's entries name GPU solvers: loading keeps them, rather than skipping them as
+// unknown (with a warning) because the CPU's registry lacks them, which made every GPU run
+// re-tune the layers cuDNN had won.
+TEST(TuningCache, GpuSolverEntriesKept) {
+  if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  TuningCache cache;
+  TuningEntry e = make_entry("conv fwd gpu");
+  e.solver = "cudnn";
+  e.config = TuneConfig{{{"algo", 1}}};
+  e.candidates.front().solver = "cudnn";
+  e.candidates.front().config = e.config;
+  cache.put("cuda-1", {{"name", "Test GPU"}}, e);
+  TempDir dir;
+  const fs::path path = dir.path() / "tuning.yaml";
+  write_bytes(path, cache.to_yaml());
+  const LoadedTuningCache loaded = load_tuning_cache(path);
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
+  ASSERT_NE(loaded.cache.find("cuda-1", "conv fwd gpu"), nullptr);
+  EXPECT_EQ(*loaded.cache.find("cuda-1", "conv fwd gpu"), e);
 }
 
 TEST(TuningCache, UpdateKeepsWhatItCannotReadInACopy) {
