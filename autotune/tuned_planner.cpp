@@ -235,12 +235,15 @@ bool TunedPlanner::usable(const TuningEntry& entry, const Subject& subject) cons
 }
 
 // Another device's entry for this key: the one whose fingerprint shares the most fields with
-// ours (the same CPU model and ISA first), then the most timed runs.
+// ours (the same CPU model and ISA first), then the most timed runs. Only devices of our kind: the
+// keys do not name the device, and a GPU's shortlist re-timed on a CPU (or the reverse) would
+// stand in for a full search and leave out the solvers that only this kind has (cudnn; winograd,
+// direct_chwn).
 const TuningEntry* TunedPlanner::foreign_entry(const std::string& key) const {
   const TuningEntry* best = nullptr;
   int best_shared = -1;
   for (const auto& [id, device] : cache_.devices()) {
-    if (id == device_id_) continue;
+    if (id == device_id_ || section_device(id) != section_device(device_id_)) continue;
     auto it = device.entries.find(key);
     if (it == device.entries.end()) continue;
     int shared = 0;

@@ -211,6 +211,24 @@ TEST(TunedPlanner, VerifyRetimesAtMostOneCandidatePerLayoutFromAnotherDevice) {
   EXPECT_EQ(q->stats().from_cache, 3);
 }
 
+// Keys do not name the device: a GPU section's entries (here the CPU's own, moved under a
+// "cuda-" id) are no shortlist for a CPU run, which must search in full.
+TEST(TunedPlanner, VerifyIgnoresEntriesOfTheOtherKindOfDevice) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  Harness other;
+  other.planner(TunePolicy::cached, file, "cpu-other")->plan(kSmall);
+  TuningCache gpu_only;
+  for (const auto& [key, entry] : load_tuning_cache(file).cache.devices().at("cpu-other").entries)
+    gpu_only.put("cuda-other", {{"name", "Test GPU"}}, entry);
+  save_tuning_cache(gpu_only, file);
+  Harness here;
+  auto p = here.planner(TunePolicy::verify, file, "cpu-here");
+  p->plan(kSmall);
+  EXPECT_EQ(p->stats().verified, 0);
+  EXPECT_EQ(p->stats().profiled, 3);
+}
+
 TEST(TunedPlanner, VerifyWithoutAnyOtherDeviceTunesInFull) {
   testing::TempDir dir;
   Harness h;
