@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "apps/training/trainer.h"
+#include "core/checkpoint.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
 #include "core/sgd.h"
@@ -143,6 +145,53 @@ TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
   ASSERT_EQ(r.epochs.size(), 2u);
   EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
   EXPECT_GT(r.epochs[1].test_acc, 0.85);
+}
+
+// A checkpoint written from the GPU's tensors (parameters, momentum) mid-epoch resumes onto the
+// GPU and finishes the run as an uninterrupted one does (up to the run-to-run noise of cuDNN
+// algorithms that sum in no fixed order).
+TEST_F(CudaTraining, InterruptedRunResumesOnTheGpu) {
+  testing::TempDir straight_dir, split_dir;
+  TrainOptions o;
+  o.model = "lenet";
+  o.data = "mnist";
+  o.data_dir = testing::shared_data_dir() / "mnist";
+  o.epochs = 2;
+  o.batch_size = 64;
+  o.train_limit = 512;  // 8 batches per epoch
+  o.test_limit = 500;
+  o.quiet = true;
+  o.device = Device::cuda;
+  o.checkpoint_dir = straight_dir.path();
+  std::ostringstream out;
+  const TrainResult full = train(o, out);
+  ASSERT_EQ(full.status, TrainStatus::completed) << full.message;
+
+  o.checkpoint_dir = split_dir.path();
+  o.on_batch_end = [](int epoch, std::int64_t batch) {
+    if (epoch == 1 && batch == 3) stop_requested() = true;
+  };
+  const TrainResult stopped = train(o, out);
+  stop_requested() = false;
+  ASSERT_EQ(stopped.status, TrainStatus::interrupted) << stopped.message;
+  const CheckpointData saved = load_checkpoint(checkpoint_path(split_dir.path()));
+  EXPECT_EQ(saved.value("next_batch"), "3");
+  bool has_momentum = false;
+  for (const auto& [name, tensor] : saved.tensors) {
+    EXPECT_EQ(tensor.device(), Device::cpu) << name;
+    has_momentum = has_momentum || name.rfind("sgd/", 0) == 0;
+  }
+  EXPECT_TRUE(has_momentum) << "the optimizer's GPU state was not saved";
+
+  o.on_batch_end = nullptr;
+  o.resume = true;
+  const TrainResult resumed = train(o, out);
+  ASSERT_EQ(resumed.status, TrainStatus::completed) << resumed.message;
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.epochs[0].epoch, 2);
+  EXPECT_NEAR(resumed.epochs[0].train_loss, full.epochs[1].train_loss,
+              1e-3 * std::max(1.0, full.epochs[1].train_loss));
+  EXPECT_NEAR(resumed.epochs[0].test_acc, full.epochs[1].test_acc, 0.01);
 }
 
 // Runs on machines without a GPU (CI): the request fails before any data loads, and says why.
