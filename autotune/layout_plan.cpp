@@ -103,13 +103,6 @@ LayoutAssignment choose_layouts(const std::vector<LayoutNode>& nodes, const Tran
   return chosen;
 }
 
-int layout_changes(const std::vector<Layout>& layouts, Layout input_layout) {
-  int changes = 0;
-  Layout previous = input_layout;
-  for (Layout layout : layouts) changes += layout != previous, previous = layout;
-  return changes;
-}
-
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
                                           const TransformCost& transform, Layout input_layout) {
   check_runnable(nodes);

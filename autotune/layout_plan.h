@@ -71,9 +71,6 @@ inline constexpr double kLayoutChangePenalty = 0.01;
 LayoutAssignment choose_layouts(const std::vector<LayoutNode>& nodes, const TransformCost& transform,
                                 Layout input_layout = Layout::NCHW);
 
-// The number of layout changes in an assignment, the one from `input_layout` included.
-int layout_changes(const std::vector<Layout>& layouts, Layout input_layout = Layout::NCHW);
-
 // Every assignment tried: the check for plan_layouts on small chains.
 LayoutAssignment plan_layouts_brute_force(const std::vector<LayoutNode>& nodes,
                                           const TransformCost& transform,

@@ -103,18 +103,28 @@ std::string describe(const ConvSolver& solver, const TuneConfig& config, const C
 
 class CudaConvSolverTest : public ::testing::TestWithParam<CudaCase> {};
 
+// A problem's random arguments on the GPU, the CPU reference's result for them, and how close a
+// GPU result must come (relative, by the dtype).
+struct ReferenceCheck {
+  ConvArgs gpu_args;
+  Tensor want;
+  double tol = 0;
+};
+
+ReferenceCheck reference_check(const ConvProblem& p, std::uint64_t seed) {
+  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), seed);
+  return {conv_args_on(cpu_args, Device::cuda), cpu_reference(p, cpu_args), p.dt == DType::f64 ? 1e-12 : 1e-4};
+}
+
 TEST_P(CudaConvSolverTest, MatchesCpuReferenceInEveryConfig) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 42);
-  const Tensor want = cpu_reference(p, cpu_args);
-  const ConvArgs gpu_args = conv_args_on(cpu_args, Device::cuda);
-  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
+  const ReferenceCheck check = reference_check(p, 42);
   const std::vector<TuneConfig> configs = c.solver->configs(p);
   ASSERT_FALSE(configs.empty()) << c.solver->name() << " has no config for " << p.key();
   for (const TuneConfig& config : configs)
-    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, gpu_args), want, tol))
+    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, check.gpu_args), check.want, check.tol))
         << describe(*c.solver, config, p);
 }
 
@@ -227,10 +237,8 @@ TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 5);
-  const Tensor want = cpu_reference(p, cpu_args);
-  const ConvArgs gpu_args = conv_args_on(cpu_args, Device::cuda);
-  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
+  const ReferenceCheck check = reference_check(p, 5);
+  const ConvArgs& gpu_args = check.gpu_args;
   for (const TuneConfig& config : c.solver->configs(p)) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
     // f32 NaNs: any 8 aligned bytes of them are a double NaN too.
@@ -244,7 +252,7 @@ TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
       return out.to(Device::cpu);
     };
     const Tensor poisoned = run_with(std::numeric_limits<double>::quiet_NaN());
-    EXPECT_TRUE(close_relative(poisoned, want, tol)) << describe(*c.solver, config, p);
+    EXPECT_TRUE(close_relative(poisoned, check.want, check.tol)) << describe(*c.solver, config, p);
     if (c.solver->name() != "cudnn") {
       EXPECT_TRUE(close_relative(run_with(0.0), poisoned, 0.0))
           << "not repeatable: " << describe(*c.solver, config, p);

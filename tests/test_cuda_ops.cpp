@@ -156,6 +156,43 @@ TEST_F(CudaOps, LinearMatchesTheCpuWithAndWithoutBias) {
     }
 }
 
+// Running statistics of `channels` channels, on the CPU and a copy on the GPU.
+struct RunningStats {
+  RunningStats(std::int64_t channels, DType dt)
+      : mean_c(Tensor::zeros({channels}, dt)), var_c(Tensor::full({channels}, 1.0, dt)),
+        mean_g(mean_c.to(Device::cuda)), var_g(var_c.to(Device::cuda)) {}
+  Tensor mean_c, var_c, mean_g, var_g;
+};
+
+// A batch_norm input: its shape (channels second), dtype, layout and the range of its values.
+struct BatchNormInput {
+  Shape shape;
+  DType dt;
+  Layout layout;
+  double lo, hi;
+};
+
+// One training step of batch_norm on the CPU and on the GPU from the same running statistics,
+// with random input, gamma, beta and output gradient: the output, the updated statistics and the
+// three gradients must match.
+void expect_training_step_matches(const BatchNormInput& in, Rng& rng, RunningStats& stats,
+                                  const BatchNormOptions& options, const std::string& at) {
+  const std::int64_t channels = in.shape[1];
+  const double tol = tolerance(in.dt);
+  Leaf x = leaf(convert_layout(random_tensor(in.shape, rng, in.dt, in.lo, in.hi), in.layout));
+  Leaf gamma = leaf(random_tensor({channels}, rng, in.dt, 0.5, 1.5));
+  Leaf beta = leaf(random_tensor({channels}, rng, in.dt));
+  Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, stats.mean_c, stats.var_c, true, options);
+  Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, stats.mean_g, stats.var_g, true, options);
+  expect_matches(yg.data(), yc.data(), tol, at + " forward");
+  expect_matches(stats.mean_g, stats.mean_c, tol, at + " running_mean");
+  expect_matches(stats.var_g, stats.var_c, tol, at + " running_var");
+  backward_both(yc, yg, convert_layout(random_tensor(in.shape, rng, in.dt), in.layout));
+  expect_matches(x.gpu.grad(), x.cpu.grad(), tol, at + " backward dx");
+  expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tol, at + " backward dgamma");
+  expect_matches(beta.gpu.grad(), beta.cpu.grad(), tol, at + " backward dbeta");
+}
+
 TEST_F(CudaOps, BatchNormMatchesTheCpuIncludingRunningStatisticsOverSteps) {
   const Shape shape{4, 5, 3, 6};
   const BatchNormOptions options{0.2, 1e-5};
@@ -164,35 +201,23 @@ TEST_F(CudaOps, BatchNormMatchesTheCpuIncludingRunningStatisticsOverSteps) {
       const std::string what =
           describe_case("batch_norm", dt, shape, std::string(to_string(layout)));
       Rng rng(4);
-      Tensor mean_c = Tensor::zeros({5}, dt), var_c = Tensor::full({5}, 1.0, dt);
-      Tensor mean_g = mean_c.to(Device::cuda), var_g = var_c.to(Device::cuda);
+      RunningStats stats(5, dt);
       for (int step = 0; step < 3; ++step) {
-        const std::string at = what + " step " + std::to_string(step);
         // A mean well away from zero, as after a ReLU, checks the variance does not cancel.
-        Leaf x = leaf(convert_layout(random_tensor(shape, rng, dt, 2, 5), layout));
-        Leaf gamma = leaf(random_tensor({5}, rng, dt, 0.5, 1.5));
-        Leaf beta = leaf(random_tensor({5}, rng, dt));
-        Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, mean_c, var_c, true, options);
-        Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, mean_g, var_g, true, options);
-        expect_matches(yg.data(), yc.data(), tolerance(dt), at + " forward");
-        expect_matches(mean_g, mean_c, tolerance(dt), at + " running_mean");
-        expect_matches(var_g, var_c, tolerance(dt), at + " running_var");
-        backward_both(yc, yg, convert_layout(random_tensor(shape, rng, dt), layout));
-        expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(dt), at + " backward dx");
-        expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tolerance(dt), at + " backward dgamma");
-        expect_matches(beta.gpu.grad(), beta.cpu.grad(), tolerance(dt), at + " backward dbeta");
+        const BatchNormInput input{shape, dt, layout, 2, 5};
+        expect_training_step_matches(input, rng, stats, options, what + " step " + std::to_string(step));
       }
       Leaf x = leaf(convert_layout(random_tensor(shape, rng, dt, 2, 5), layout));
       Leaf gamma = leaf(random_tensor({5}, rng, dt, 0.5, 1.5));
       Leaf beta = leaf(random_tensor({5}, rng, dt));
-      Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, mean_c, var_c, false, options);
-      Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, mean_g, var_g, false, options);
+      Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, stats.mean_c, stats.var_c, false, options);
+      Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, stats.mean_g, stats.var_g, false, options);
       expect_matches(yg.data(), yc.data(), tolerance(dt), what + " evaluation forward");
       backward_both(yc, yg, convert_layout(random_tensor(shape, rng, dt), layout));
       expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(dt), what + " evaluation backward dx");
       expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tolerance(dt),
                      what + " evaluation backward dgamma");
-      expect_matches(mean_g, mean_c, tolerance(dt), what + " evaluation leaves running_mean");
+      expect_matches(stats.mean_g, stats.mean_c, tolerance(dt), what + " evaluation leaves running_mean");
     }
 }
 
@@ -205,20 +230,8 @@ TEST_F(CudaOps, BatchNormMatchesTheCpuWithMoreValuesPerChannelThanThreads) {
       const std::string what =
           describe_case("batch_norm", dt, shape, std::string(to_string(layout)));
       Rng rng(14);
-      Tensor mean_c = Tensor::zeros({4}, dt), var_c = Tensor::full({4}, 1.0, dt);
-      Tensor mean_g = mean_c.to(Device::cuda), var_g = var_c.to(Device::cuda);
-      Leaf x = leaf(convert_layout(random_tensor(shape, rng, dt, -1, 3), layout));
-      Leaf gamma = leaf(random_tensor({4}, rng, dt, 0.5, 1.5));
-      Leaf beta = leaf(random_tensor({4}, rng, dt));
-      Variable yc = batch_norm(x.cpu, gamma.cpu, beta.cpu, mean_c, var_c, true);
-      Variable yg = batch_norm(x.gpu, gamma.gpu, beta.gpu, mean_g, var_g, true);
-      expect_matches(yg.data(), yc.data(), tolerance(dt), what + " forward");
-      expect_matches(mean_g, mean_c, tolerance(dt), what + " running_mean");
-      expect_matches(var_g, var_c, tolerance(dt), what + " running_var");
-      backward_both(yc, yg, convert_layout(random_tensor(shape, rng, dt), layout));
-      expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(dt), what + " backward dx");
-      expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tolerance(dt), what + " backward dgamma");
-      expect_matches(beta.gpu.grad(), beta.cpu.grad(), tolerance(dt), what + " backward dbeta");
+      RunningStats stats(4, dt);
+      expect_training_step_matches({shape, dt, layout, -1, 3}, rng, stats, {}, what);
     }
 }
 

@@ -124,18 +124,24 @@ TEST_F(CudaTraining, ModuleToMovesParametersAndBuffersInPlace) {
   EXPECT_EQ(max_abs_diff(model->buffers().front().second, before), 0.0);
 }
 
-TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
-  const auto cache = std::filesystem::temp_directory_path() / ("tunecnn-cuda-train-" + std::to_string(::getpid()) + ".yaml");
+// LeNet on the first `train_limit` MNIST training images for 2 epochs on the GPU, quietly.
+TrainOptions cuda_mnist_options(std::int64_t train_limit, std::int64_t test_limit) {
   TrainOptions o;
   o.model = "lenet";
   o.data = "mnist";
   o.data_dir = testing::shared_data_dir() / "mnist";
   o.epochs = 2;
   o.batch_size = 64;
-  o.train_limit = 2048;
-  o.test_limit = 1000;
+  o.train_limit = train_limit;
+  o.test_limit = test_limit;
   o.quiet = true;
   o.device = Device::cuda;
+  return o;
+}
+
+TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
+  const auto cache = std::filesystem::temp_directory_path() / ("tunecnn-cuda-train-" + std::to_string(::getpid()) + ".yaml");
+  TrainOptions o = cuda_mnist_options(2048, 1000);
   o.tune = "cached";
   o.tune_cache = cache;
   std::ostringstream out;
@@ -152,16 +158,7 @@ TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
 // algorithms that sum in no fixed order).
 TEST_F(CudaTraining, InterruptedRunResumesOnTheGpu) {
   testing::TempDir straight_dir, split_dir;
-  TrainOptions o;
-  o.model = "lenet";
-  o.data = "mnist";
-  o.data_dir = testing::shared_data_dir() / "mnist";
-  o.epochs = 2;
-  o.batch_size = 64;
-  o.train_limit = 512;  // 8 batches per epoch
-  o.test_limit = 500;
-  o.quiet = true;
-  o.device = Device::cuda;
+  TrainOptions o = cuda_mnist_options(512, 500);  // 8 batches per epoch
   o.checkpoint_dir = straight_dir.path();
   std::ostringstream out;
   const TrainResult full = train(o, out);
