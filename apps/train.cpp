@@ -7,6 +7,7 @@
 #include "apps/training/trainer.h"
 #include "autotune/tuned_planner.h"
 #include "core/communicator.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "models/registry.h"
 #include "ops/conv/registry.h"
@@ -109,7 +110,9 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.tune = cli.get("tune");
   tunecnn::parse_tune_policy(o.tune);  // a typo fails here, before any data is loaded
   o.force_solvers = tunecnn::split_commas(cli.get("force-solver"));
-  for (const std::string& name : o.force_solvers)
+  // A build without CUDA has no GPU solvers to name: the trainer's device check then says why.
+  const bool solvers_known = o.device == tunecnn::Device::cpu || tunecnn::cuda_built();
+  for (const std::string& name : solvers_known ? o.force_solvers : std::vector<std::string>{})
     TUNECNN_CHECK(tunecnn::find_conv_solver(name, o.device) != nullptr, "--force-solver: unknown ",
                   tunecnn::to_string(o.device), " conv solver '", name, "'; known: ",
                   tunecnn::conv_solver_names(o.device));

@@ -154,6 +154,7 @@ class Run {
   void resume();
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
+  void wait_for_device();
   EpochMetrics evaluate_epoch();
   std::string top5_text(const EpochMetrics& metrics) const;
   std::string skipped_text() const;
@@ -360,6 +361,15 @@ void Run::print_plans(const Tensor& logits) {
   out_ << "  loss: " << default_softmax_planner()->plan(loss).name() << "  (" << loss.key() << ")\n";
 }
 
+// A GPU step's clock stops once its work is queued: each step's backward and update are paid for
+// by the next step's loss read, and the last one's here, so the epoch's images/s counts all work.
+void Run::wait_for_device() {
+  if (o_.device == Device::cpu) return;
+  const auto start = Clock::now();
+  cuda_synchronize();
+  sums_.seconds += seconds_since(start);
+}
+
 TrainStatus Run::train_epoch(Progress& progress) {
   model_->train();
   loader_->start_epoch(epoch_, next_batch_);
@@ -405,8 +415,12 @@ TrainStatus Run::train_epoch(Progress& progress) {
       save("every " + std::to_string(o_.checkpoint_every) + " batches");
     if (o_.on_batch_end) o_.on_batch_end(epoch_, next_batch_);
     // Ranks stop together, at the step after the first of them saw Ctrl-C.
-    if (dp_.active() ? step.stop > 0 : stop_requested().load()) return TrainStatus::interrupted;
+    if (dp_.active() ? step.stop > 0 : stop_requested().load()) {
+      wait_for_device();
+      return TrainStatus::interrupted;
+    }
   }
+  wait_for_device();
   return TrainStatus::completed;
 }
 
