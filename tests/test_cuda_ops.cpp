@@ -394,23 +394,33 @@ TEST_F(CudaOps, SoftmaxSolverChecksLabelsOnTheHost) {
                         {"label 4", "row 1"});
 }
 
+// Shapes for the tiled transform (32 x 32 tiles): smaller than one tile, ragged edges on both
+// sides of each pair's transpose, N = 64 (whole tiles along N), 300 x 300 planes, whose
+// NHWC <-> CHWN transform is a batch of 90000 transposes, more than one grid dimension launches,
+// and no elements at all.
+const Shape kTransformShapes[] = {{3, 4, 5, 6}, {64, 35, 7, 9}, {33, 65, 2, 3}, {2, 1, 300, 300}, {0, 3, 4, 5}};
+
 TEST_F(CudaOps, LayoutTransformsMatchTheReferenceForEveryPair) {
-  const Shape shape{3, 4, 5, 6};
-  for (DType dt : kDTypes)
-    for (Layout from : kLayouts)
-      for (Layout to : kLayouts) {
-        const std::string what = describe_case("convert_layout", dt, shape,
-                                               std::string(to_string(from)) + " -> " +
-                                                   std::string(to_string(to)));
-        Rng rng(11);
-        const Tensor src = convert_layout_reference(random_tensor(shape, rng, dt), from);
-        const Tensor on_gpu = src.to(Device::cuda);
-        const Tensor got = convert_layout(on_gpu, to);
-        expect_matches(got, convert_layout_reference(src, to), 0, what);
-        if (from == to) {
-          EXPECT_TRUE(got.shares_storage(on_gpu)) << what << ": not the identity";
+  for (const Shape& shape : kTransformShapes)
+    for (DType dt : kDTypes)
+      for (Layout from : kLayouts)
+        for (Layout to : kLayouts) {
+          const std::string what = describe_case("convert_layout", dt, shape,
+                                                 std::string(to_string(from)) + " -> " +
+                                                     std::string(to_string(to)));
+          Rng rng(11);
+          const Tensor src = convert_layout_reference(random_tensor(shape, rng, dt), from);
+          const Tensor on_gpu = src.to(Device::cuda);
+          const Tensor got = convert_layout(on_gpu, to);
+          expect_matches(got, convert_layout_reference(src, to), 0, what);
+          if (from == to) {
+            EXPECT_TRUE(got.shares_storage(on_gpu)) << what << ": not the identity";
+            continue;
+          }
+          Tensor naive = Tensor::empty(shape, dt, Device::cuda, to);
+          convert_layout_naive_into(on_gpu, naive);
+          expect_matches(got, naive, 0, what + " (tiled against the naive kernel)");
         }
-      }
 }
 
 TEST_F(CudaOps, ToLayoutAndFlattenRouteGradientsBackOnTheGpu) {

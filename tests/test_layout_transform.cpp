@@ -75,6 +75,17 @@ TEST(LayoutTransformPaths, LargeTensorsMatchTheReference) {
   check_every_pair(DType::f64, {{16, 128, 32, 33}});
 }
 
+// The naive transform (the baseline `bench layout` and the GPU tests compare against) writes the
+// reference's values into the destination's layout.
+TEST(LayoutTransformPaths, NaiveIntoWritesTheReference) {
+  const Tensor src = numbered({3, 4, 5, 6}, DType::f32, Layout::NHWC);
+  for (Layout to : kAll) {
+    Tensor into = Tensor::full(src.shape(), -7, DType::f32).with_layout(to);
+    convert_layout_naive_into(src, into);
+    EXPECT_TRUE(same_bytes(into, convert_layout_reference(src, to))) << to_string(to);
+  }
+}
+
 TEST(LayoutTransformPaths, IntoChecksShapeAndDtype) {
   const Tensor src = numbered({2, 3, 4, 5}, DType::f32, Layout::NCHW);
   Tensor wrong_shape = Tensor::empty({2, 3, 5, 4}, DType::f32, Device::cpu, Layout::CHWN);

@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "core/device.h"
+#include "ops/layout/reference.h"
+#include "ops/layout/transpose_shape.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -15,13 +17,6 @@
 
 namespace tunecnn {
 namespace {
-
-// dst[b][j][i] = src[b][i][j] for i < rows, j < cols, with leading dimensions and batch offsets.
-struct TransposeShape {
-  std::int64_t batch, rows, cols;
-  std::int64_t src_ld, dst_ld;                  // row strides of src and dst
-  std::int64_t src_batch_step, dst_batch_step;  // offset between consecutive batch items
-};
 
 // A unit (128 x 128 when both sides are long: 64 KiB a side, inside L2) is what one thread takes
 // at a time: about 5 us of work, so TBB's cost per chunk does not show and both threads get
@@ -288,8 +283,10 @@ void transpose_batched(const T* src, T* dst, const TransposeShape& t) {
   });
 }
 
-// The transpose that takes `from` to `to` for a logical (N, C, S = H*W) tensor.
-TransposeShape transpose_for(Layout from, Layout to, std::int64_t n, std::int64_t c, std::int64_t s) {
+}  // namespace
+
+TransposeShape transpose_for(Layout from, Layout to, const Shape& shape) {
+  const std::int64_t n = shape[0], c = shape[1], s = shape[2] * shape[3];
   const auto key = [](Layout a, Layout b) { return static_cast<int>(a) * 3 + static_cast<int>(b); };
   const int k = key(from, to);
   if (k == key(Layout::NCHW, Layout::CHWN)) return {1, n, c * s, c * s, n, 0, 0};
@@ -300,8 +297,6 @@ TransposeShape transpose_for(Layout from, Layout to, std::int64_t n, std::int64_
   if (k == key(Layout::CHWN, Layout::NHWC)) return {s, c, n, s * n, s * c, n, c};
   TUNECNN_FAIL("no transform from ", to_string(from), " to ", to_string(to));
 }
-
-}  // namespace
 
 void convert_layout_into(const Tensor& src, Tensor& dst) {
   TUNECNN_CHECK(src.defined() && dst.defined(), "convert_layout: undefined tensor");
@@ -316,8 +311,14 @@ void convert_layout_into(const Tensor& src, Tensor& dst) {
                 " layout, got ", src.describe());
   TUNECNN_ON_CUDA(src, cuda::convert_layout_into(src, dst));
   const Shape& s = src.shape();
-  const TransposeShape t = transpose_for(src.layout(), dst.layout(), s[0], s[1], s[2] * s[3]);
+  const TransposeShape t = transpose_for(src.layout(), dst.layout(), s);
   dispatch_dtype(src.dtype(), [&]<class T>() { transpose_batched(src.data<T>(), dst.data<T>(), t); });
+}
+
+void convert_layout_naive_into(const Tensor& src, Tensor& dst) {
+  check_same_device("convert_layout_naive_into", src, dst);
+  TUNECNN_ON_CUDA(src, cuda::convert_layout_naive_into(src, dst));
+  dst.copy_from(convert_layout_reference(src, dst.layout()));
 }
 
 Tensor convert_layout(const Tensor& src, Layout layout) {

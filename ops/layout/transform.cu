@@ -1,8 +1,7 @@
-// Layout transforms on the GPU, the simple version: one thread per destination element decodes
-// its logical (n, c, h, w) from the destination's memory order and reads the source where its
-// memory order puts that element. Writes are coalesced, reads are strided; it exists so that a
-// plan choosing another layout for a GPU layer runs correctly (part one runs NCHW throughout, and
-// NCHW -> NCHW never gets here). Tiled shared-memory transposes are for the tuned kernels.
+// Layout transforms on the GPU, the simple version, kept as the reference for the tiled kernel
+// (transform_tiled.cu): one thread per destination element decodes its logical (n, c, h, w) from
+// the destination's memory order and reads the source where its memory order puts that element.
+// Writes are coalesced, reads are strided.
 #include <array>
 
 #include "core/cuda_elementwise.cuh"
@@ -70,7 +69,7 @@ void transform_as(const Tensor& src, Tensor& dst) {
 
 }  // namespace
 
-void convert_layout_into(const Tensor& src, Tensor& dst) {
+void convert_layout_naive_into(const Tensor& src, Tensor& dst) {
   if (src.dtype() == DType::f64) return transform_as<double>(src, dst);
   transform_as<float>(src, dst);
 }

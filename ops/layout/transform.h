@@ -21,10 +21,17 @@ Tensor convert_layout(const Tensor& src, Layout layout);
 // target.
 void convert_layout_into(const Tensor& src, Tensor& dst);
 
+// The naive transform on the tensors' device, as convert_layout_into's reference and baseline:
+// convert_layout_reference's loop on the CPU, the one-thread-per-element kernel on the GPU.
+void convert_layout_naive_into(const Tensor& src, Tensor& dst);
+
 namespace cuda {
-// The GPU version (ops/layout/transform.cu): a plain 4-D index map, one thread per element, for
-// any pair of layouts; callers use convert_layout_into.
+// The GPU versions, for two tensors on the GPU in different layouts; callers use
+// convert_layout_into. The tuned one (transform_tiled.cu) transposes 32 x 32 tiles through shared
+// memory; the naive one (transform.cu), a plain 4-D index map with one thread per element, is its
+// reference.
 void convert_layout_into(const Tensor& src, Tensor& dst);
+void convert_layout_naive_into(const Tensor& src, Tensor& dst);
 }  // namespace cuda
 
 }  // namespace tunecnn
