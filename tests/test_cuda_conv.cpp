@@ -57,6 +57,16 @@ void add_if_applicable(std::vector<CudaCase>& cases, const ConvSolver* solver,
   }
 }
 
+// Every GPU solver on each of `shapes` in each of `dtypes`, wherever it applies.
+std::vector<CudaCase> applicable_cases(const std::vector<ConvShape>& shapes,
+                                       std::initializer_list<DType> dtypes) {
+  std::vector<CudaCase> cases;
+  for (const ConvSolver* solver : conv_solvers(Device::cuda))
+    for (const ConvShape& shape : shapes)
+      for (DType dt : dtypes) add_if_applicable(cases, solver, shape, dt);
+  return cases;
+}
+
 std::vector<CudaCase> all_cases() {
   std::vector<CudaCase> cases;
   for (const ConvSolver* solver : conv_solvers(Device::cuda)) {
@@ -181,14 +191,10 @@ TEST(CudaConv2d, ForwardAndBackwardWithBiasMatchCpu) {
 // The workspace contract, per config: run_conv allocates what workspace_bytes() promises, on the
 // GPU (libraries' own allocations bypass tunecnn's allocator and are not counted).
 std::vector<CudaCase> workspace_cases() {
-  std::vector<CudaCase> cases;
   const auto& edges = edge_case_shapes();
   const auto& layers = model_layer_shapes();
-  const std::vector<ConvShape> shapes = {edges[0],  edges[2],  edges[8], edges[17],
-                                         edges[18], layers[1], layers[8]};
-  for (const ConvSolver* solver : conv_solvers(Device::cuda))
-    for (const ConvShape& shape : shapes) add_if_applicable(cases, solver, shape, DType::f32);
-  return cases;
+  return applicable_cases({edges[0], edges[2], edges[8], edges[17], edges[18], layers[1], layers[8]},
+                          {DType::f32});
 }
 
 class CudaConvWorkspaceTest : public ::testing::TestWithParam<CudaCase> {};
@@ -220,15 +226,10 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvWorkspaceTest);
 // which must give the same bits (one stream, fixed sums), except for cuDNN, some of whose
 // algorithms add with atomics.
 std::vector<CudaCase> poisoned_workspace_cases() {
-  std::vector<CudaCase> cases;
   const auto& edges = edge_case_shapes();
   // odd_batch5, stride2_pad1, k5_s2_p2, pad3_k3, groups4_s2_p2, depthwise_x2, aniso_k5x3
-  const std::vector<ConvShape> shapes = {edges[2],  edges[5],  edges[6], edges[13],
-                                         edges[17], edges[19], edges[21]};
-  for (const ConvSolver* solver : conv_solvers(Device::cuda))
-    for (const ConvShape& shape : shapes)
-      for (DType dt : {DType::f32, DType::f64}) add_if_applicable(cases, solver, shape, dt);
-  return cases;
+  return applicable_cases({edges[2], edges[5], edges[6], edges[13], edges[17], edges[19], edges[21]},
+                          {DType::f32, DType::f64});
 }
 
 class CudaConvPoisonedWorkspaceTest : public ::testing::TestWithParam<CudaCase> {};
