@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,18 +24,31 @@ namespace {
 // stays well under a minute on two cores; the thresholds are about channels and batch, not size.
 constexpr int kMecSweepOw[] = {7, 14, 28, 56, 112};
 constexpr int kMecBatch = 8, kMecChannels = 32;
-constexpr int kLayoutSweepC[] = {1, 3, 8, 16, 32, 64, 128};
-constexpr int kLayoutSweepN[] = {1, 4, 8, 16, 32, 64, 128};
-constexpr int kCSweepBatch = 8, kCSweepSize = 14;
-constexpr int kNSweepSize = 8;  // N reaches 128 at 64-128 channels: keep the images small
-// The N sweep runs at C = Ct clamped to [this, the largest swept C]: a C the rule sends to the
-// N test, and large, as in Li et al.
-constexpr int kNSweepMinChannels = 64;
+// Li et al.'s sweeps over C (at a small batch) and over N (at a large C), per device. The N sweep
+// runs at C = Ct clamped to [n_sweep_min_channels, the largest swept C]: a C the rule sends to the
+// N test, and large, as in Li et al. The GPU's are larger: at the CPU's sizes each GPU call is a
+// few microseconds of launch overhead that says nothing about layouts, and their Titan X's
+// thresholds, (Ct, Nt) = (128, 64), sit at the top of the CPU's range.
+struct LayoutSweep {
+  std::vector<int> c_values, n_values;
+  int c_sweep_batch, c_sweep_size;
+  int n_sweep_size;  // N reaches the top of n_values at large C: keep the images small
+  int n_sweep_min_channels;
+  // "Never" for Ct and Nt: twice the largest swept value, so the rule gives what was measured for
+  // every swept value (C < Ct always, N >= Nt never) while staying a plain int in the cache.
+  int never_c() const { return 2 * c_values.back(); }
+  int never_n() const { return 2 * n_values.back(); }
+};
+
+const LayoutSweep kCpuLayoutSweep{{1, 3, 8, 16, 32, 64, 128}, {1, 4, 8, 16, 32, 64, 128}, 8, 14, 8, 64};
+const LayoutSweep kGpuLayoutSweep{
+    {1, 3, 8, 16, 32, 64, 128, 256}, {1, 8, 16, 32, 64, 128, 256}, 32, 28, 14, 64};
+
+const LayoutSweep& layout_sweep(Device device) {
+  return device == Device::cpu ? kCpuLayoutSweep : kGpuLayoutSweep;
+}
+
 constexpr int kMinOutputChannels = 16;  // C = 1 with one output channel is no real layer
-// "Never" for Ct and Nt: twice the largest swept value, so the rule gives what was measured for
-// every swept value (C < Ct always, N >= Nt never) while staying a plain int in the cache.
-constexpr int kNeverC = 2 * kLayoutSweepC[std::size(kLayoutSweepC) - 1];
-constexpr int kNeverN = 2 * kLayoutSweepN[std::size(kLayoutSweepN) - 1];
 // About 4 MiB of f32 (LeNet's activations at batch 64 are 3 MiB, MobileNet-128's at batch 16 up
 // to 8) with sizes that are no multiple of a tile, as real activations are not. A first tuned run
 // pays for this calibration: at 8 MiB it was a fifth of LeNet's profiling pass, mostly the
@@ -167,27 +181,43 @@ int calibrate_mec_t(const CalibrationOptions& options) {
 
 // ---- Li et al.'s layout thresholds ---------------------------------------------------------
 
-// fwd + bwd_data + bwd_weights with direct_chwn.
-double chwn_seconds(const ConvBench& bench, const CalibrationOptions& options) {
-  const ConvSolver& chwn = solver_named("direct_chwn", Device::cpu);
+// The CHWN solver Li et al. weigh against NCHW: direct_chwn (cuda-convnet's direct convolution,
+// the batch across the SIMD lanes on the CPU and across a warp on the GPU). nullptr on a device
+// without one, which then runs every layer NCHW.
+const ConvSolver* chwn_solver(Device device) {
+  return find_conv_solver("direct_chwn", device);
+}
+
+// fwd + bwd_data + bwd_weights with direct_chwn in its first (default) config.
+double chwn_seconds(const ConvProblem& p, const ConvBench& bench, const CalibrationOptions& options) {
+  const ConvSolver& chwn = solver_named("direct_chwn", p.device);
   double total = 0;
-  for (Direction dir : kDirections) total += bench.time(chwn, {}, dir, options.timing);
+  for (Direction dir : kDirections)
+    total += bench.time(chwn, chwn.configs(p.with_dir(dir)).front(), dir, options.timing);
   return total;
 }
 
-// fwd + bwd_data + bwd_weights, each direction the faster of im2col+GEMM (default config) and
-// Winograd where it applies: the best an untuned NCHW layer would run.
+// The NCHW solvers an untuned NCHW layer would run, best first: on the CPU the faster of
+// im2col+GEMM and Winograd where it applies; on the GPU cuDNN with its own heuristic's algorithm.
+std::vector<std::string_view> untuned_nchw_solvers(Device device) {
+  if (device == Device::cpu) return {"im2col_gemm", "winograd_f2x3"};
+  return {"cudnn"};
+}
+
+// fwd + bwd_data + bwd_weights, each direction the fastest of untuned_nchw_solvers in its first
+// config.
 double nchw_seconds(const ConvProblem& p, const ConvBench& bench,
                     const CalibrationOptions& options) {
-  const ConvSolver& im2col = solver_named("im2col_gemm", Device::cpu);
-  const ConvSolver& winograd = solver_named("winograd_f2x3", Device::cpu);
   double total = 0;
   for (Direction dir : kDirections) {
     const ConvProblem pd = p.with_dir(dir);
-    double best = bench.time(im2col, im2col.configs(pd).front(), dir, options.timing);
-    if (winograd.applicable(pd, nullptr))
-      best =
-          std::min(best, bench.time(winograd, winograd.configs(pd).front(), dir, options.timing));
+    double best = std::numeric_limits<double>::infinity();
+    for (std::string_view name : untuned_nchw_solvers(p.device)) {
+      const ConvSolver& solver = solver_named(name, p.device);
+      if (solver.applicable(pd, nullptr))
+        best = std::min(best, bench.time(solver, solver.configs(pd).front(), dir, options.timing));
+    }
+    TUNECNN_CHECK(std::isfinite(best), "calibration: no NCHW solver runs ", pd.key());
     total += best;
   }
   return total;
@@ -195,7 +225,7 @@ double nchw_seconds(const ConvProblem& p, const ConvBench& bench,
 
 bool chwn_wins(const ConvProblem& p, const CalibrationOptions& options) {
   const ConvBench in_chwn(p, Layout::CHWN), in_nchw(p, Layout::NCHW);
-  const auto [chwn, nchw] = compare_seconds([&] { return chwn_seconds(in_chwn, options); },
+  const auto [chwn, nchw] = compare_seconds([&] { return chwn_seconds(p, in_chwn, options); },
                                             [&] { return nchw_seconds(p, in_nchw, options); });
   report(options, "calibrate layout: N " + std::to_string(p.mb) + " C " + std::to_string(p.ic) +
                       ": CHWN " + ms_text(chwn) + ", NCHW " + ms_text(nchw));
@@ -205,20 +235,22 @@ bool chwn_wins(const ConvProblem& p, const CalibrationOptions& options) {
 // Ct: the smallest swept C where NCHW wins at a small batch. The sweep stops there, since later
 // points cannot change a "smallest".
 int calibrate_ct(const CalibrationOptions& options) {
-  for (int c : kLayoutSweepC) {
-    const ConvProblem p =
-        three_by_three(kCSweepBatch, c, std::max(c, kMinOutputChannels), kCSweepSize);
+  const LayoutSweep& sweep = layout_sweep(options.device);
+  for (int c : sweep.c_values) {
+    const ConvProblem p = three_by_three(sweep.c_sweep_batch, c, std::max(c, kMinOutputChannels),
+                                         sweep.c_sweep_size, options.device);
     if (!chwn_wins(p, options)) return c;
   }
-  return kNeverC;
+  return sweep.never_c();
 }
 
 // Nt: the smallest swept N where CHWN wins at a C the rule sends to the N test (C >= Ct).
 int calibrate_nt(int ct, const CalibrationOptions& options) {
-  const int c = std::clamp(ct, kNSweepMinChannels, kLayoutSweepC[std::size(kLayoutSweepC) - 1]);
-  for (int n : kLayoutSweepN)
-    if (chwn_wins(three_by_three(n, c, c, kNSweepSize), options)) return n;
-  return kNeverN;
+  const LayoutSweep& sweep = layout_sweep(options.device);
+  const int c = std::clamp(ct, sweep.n_sweep_min_channels, sweep.c_values.back());
+  for (int n : sweep.n_values)
+    if (chwn_wins(three_by_three(n, c, c, sweep.n_sweep_size, options.device), options)) return n;
+  return sweep.never_n();
 }
 
 // ---- transforms ----------------------------------------------------------------------------
@@ -286,9 +318,9 @@ DeviceThresholds calibrate_device(const CalibrationOptions& caller_options) {
   const CalibrationOptions options = with_device_clock(caller_options);
   DeviceThresholds t;
   t.mec_t = calibrate_mec_t(options);
-  // Ct and Nt weigh CHWN solvers against NCHW ones; the GPU has NCHW solvers only until part two
-  // of issue 8 brings its CHWN kernels, so its ct and nt stay absent (threshold_layout: NCHW).
-  if (options.device == Device::cpu) {
+  // Ct and Nt weigh the CHWN solver against NCHW ones: absent on a device without one (a build
+  // whose GPU has no direct_chwn), where threshold_layout gives NCHW.
+  if (chwn_solver(options.device) != nullptr) {
     t.ct = calibrate_ct(options);
     t.nt = calibrate_nt(*t.ct, options);
   }
@@ -342,7 +374,7 @@ std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout fr
 }
 
 Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds) {
-  if (fwd.device != Device::cpu) return Layout::NCHW;  // no CHWN solver on the GPU yet
+  if (chwn_solver(fwd.device) == nullptr) return Layout::NCHW;
   if (thresholds.ct && fwd.ic < *thresholds.ct) return Layout::CHWN;
   if (thresholds.nt && fwd.mb >= *thresholds.nt) return Layout::CHWN;
   return Layout::NCHW;
@@ -372,13 +404,19 @@ std::optional<ConvLayerPlan> cpu_threshold_plan(const ConvProblem& fwd,
   return plan;
 }
 
-// The GPU runs every solver in NCHW, so each direction simply takes the first that fits of cuDNN
-// (its heuristic's algorithm first), im2col+GEMM, MEC and the direct reference (no workspace).
+// CHWN: direct_chwn. NCHW (every other GPU solver's layout): each direction the first that fits
+// of cuDNN (its heuristic's algorithm first), im2col+GEMM, MEC and the direct reference (no
+// workspace).
 std::optional<ConvLayerPlan> gpu_threshold_plan(const ConvProblem& fwd,
                                                 const DeviceThresholds& thresholds,
                                                 std::size_t budget) {
-  return layer_from(fwd, Layout::NCHW, {"cudnn", "im2col_gemm", "mec", "direct"}, thresholds,
-                    budget);
+  std::optional<ConvLayerPlan> plan;
+  if (threshold_layout(fwd, thresholds) == Layout::CHWN)
+    plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
+  if (!plan)
+    plan = layer_from(fwd, Layout::NCHW, {"cudnn", "im2col_gemm", "mec", "direct"}, thresholds,
+                      budget);
+  return plan;
 }
 
 }  // namespace

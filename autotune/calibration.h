@@ -12,9 +12,9 @@
 //
 // On the GPU (CalibrationOptions::device = cuda) the same sweeps run the GPU's solvers and
 // transforms on device tensors, timed with CUDA events: mec_t from the GPU MEC's two solutions,
-// transform_gbps from the GPU transforms. ct and nt stay absent there: the GPU has no CHWN conv
-// solver yet (issue 8 part two), so there is nothing to weigh NCHW against and every GPU layer
-// runs NCHW.
+// ct and nt from the GPU's direct_chwn against cuDNN (larger sweeps, reaching C and N of 256),
+// transform_gbps from the GPU transforms. A device without a CHWN conv solver gets no ct and nt,
+// and runs every layer NCHW.
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -37,7 +37,7 @@ struct CalibrationOptions {
   Device device = Device::cpu;
 };
 
-// Measures every threshold of options.device (on the GPU: mec_t and transform_gbps only).
+// Measures every threshold of options.device (ct and nt only where it has a CHWN solver).
 DeviceThresholds calibrate_device(const CalibrationOptions& options);
 
 // Only the transform bandwidths (well under a second); the layout planner calls this when a
@@ -52,15 +52,16 @@ std::string transform_key(Layout from, Layout to);
 std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout from, Layout to,
                                    std::size_t bytes);
 
-// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent and for GPU
-// problems (no CHWN solver there yet).
+// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent and on a
+// device without a CHWN conv solver.
 Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds);
 
 // The `off` policy's plan for one layer, from the thresholds alone (times nothing), with the
 // solvers of the problem's device. CPU: the layout from threshold_layout; in NCHW, Winograd where
 // it applies, else im2col+GEMM, else MEC (with T = mec_t, so the layer runs NHWC) when the budget
-// rules im2col out; in CHWN, direct_chwn. GPU (all NCHW): cuDNN, else im2col+GEMM, else MEC with
-// T = mec_t, else the direct reference. Each direction falls back to the next applicable solver
+// rules im2col out; in CHWN, direct_chwn. GPU: the layout from threshold_layout too; in CHWN
+// direct_chwn; in NCHW cuDNN, else im2col+GEMM, else MEC with T = mec_t, else the direct
+// reference. Each direction falls back to the next applicable solver
 // within `max_workspace_bytes`; every direction shares the layout.
 ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
                              std::size_t max_workspace_bytes);

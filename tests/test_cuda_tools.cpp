@@ -186,14 +186,20 @@ TEST(CalibrationDevice, WithoutAGpuCalibratingItIsAnError) {
   EXPECT_TRUE(lines.empty());
 }
 
-TEST(CalibrationDevice, GpuLayersRunNchwWhateverTheCpuThresholdsSay) {
+// The GPU's direct_chwn (CUDA builds) lets its thresholds send layers to CHWN; a build without
+// one runs every GPU layer NCHW whatever the thresholds say.
+bool gpu_has_chwn_conv() { return find_conv_solver("direct_chwn", Device::cuda) != nullptr; }
+
+TEST(CalibrationDevice, GpuLayersFollowTheThresholdsOnlyWithAGpuChwnSolver) {
   ConvProblem p;
   p.mb = 64, p.ic = 3, p.oc = 16, p.ih = p.iw = 12, p.kh = p.kw = 3, p.ph = p.pw = 1;
   DeviceThresholds t;
-  t.ct = 16;  // C 3 < Ct: CHWN on the CPU
-  t.nt = 8;
+  t.ct = 16;  // C 3 < Ct: CHWN
+  t.nt = 128;
   EXPECT_EQ(threshold_layout(p, t), Layout::CHWN);
   p.device = Device::cuda;
+  EXPECT_EQ(threshold_layout(p, t), gpu_has_chwn_conv() ? Layout::CHWN : Layout::NCHW);
+  p.ic = 32;  // C >= Ct and N < Nt: NCHW on either device
   EXPECT_EQ(threshold_layout(p, t), Layout::NCHW);
 }
 
@@ -289,8 +295,19 @@ TEST(CalibrationOnGpu, FiniteTAndEveryTransformPair) {
   ASSERT_TRUE(t.mec_t.has_value());
   const std::vector<int> swept = {0, 7, 14, 28, 56, 112};
   EXPECT_NE(std::find(swept.begin(), swept.end(), *t.mec_t), swept.end()) << *t.mec_t;
-  EXPECT_FALSE(t.ct.has_value()) << "the GPU has no CHWN solver to weigh";
-  EXPECT_FALSE(t.nt.has_value());
+  if (gpu_has_chwn_conv()) {
+    // Swept C: 1 ... 256 (512: never); swept N: 1, 8 ... 256 (512: never).
+    const std::vector<int> cs = {1, 3, 8, 16, 32, 64, 128, 256, 512}, ns = {1, 8, 16, 32, 64, 128, 256, 512};
+    ASSERT_TRUE(t.ct.has_value() && t.nt.has_value());
+    EXPECT_NE(std::find(cs.begin(), cs.end(), *t.ct), cs.end()) << *t.ct;
+    EXPECT_NE(std::find(ns.begin(), ns.end(), *t.nt), ns.end()) << *t.nt;
+    EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+      return line.rfind("calibrate layout: N ", 0) == 0;
+    }));
+  } else {
+    EXPECT_FALSE(t.ct.has_value()) << "the GPU has no CHWN solver to weigh";
+    EXPECT_FALSE(t.nt.has_value());
+  }
   EXPECT_EQ(t.transform_gbps.size(), 6u);
   for (const auto& [pair, gbps] : t.transform_gbps)
     EXPECT_TRUE(std::isfinite(gbps) && gbps > 0) << "GPU transform " << pair << ": " << gbps;
@@ -305,7 +322,15 @@ TEST(CalibrationOnGpu, ThresholdPlansRunOnTheGpu) {
   DeviceThresholds t;
   t.mec_t = 7;
   const ConvLayerPlan plan = threshold_plan(p, t, SIZE_MAX);
-  EXPECT_EQ(plan.layout(), Layout::NCHW);
+  EXPECT_EQ(plan.layout(), Layout::NCHW);  // no ct, nt: NCHW
+  if (gpu_has_chwn_conv()) {
+    DeviceThresholds small_c = t;
+    small_c.ct = 16, small_c.nt = 128;  // C 8 < Ct: CHWN, direct_chwn in every direction
+    const ConvLayerPlan chwn = threshold_plan(p, small_c, SIZE_MAX);
+    EXPECT_EQ(chwn.layout(), Layout::CHWN);
+    for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
+      EXPECT_EQ(chwn.for_direction(dir).solver, find_conv_solver("direct_chwn", Device::cuda)) << to_string(dir);
+  }
   const auto gpu_solvers = conv_solvers(Device::cuda);
   const auto on_gpu = [&](const ConvSolver* solver) {
     return std::find(gpu_solvers.begin(), gpu_solvers.end(), solver) != gpu_solvers.end();

@@ -16,10 +16,9 @@ int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& e
                      "Measures this device's thresholds (MEC's T; Li et al.'s layout thresholds "
                      "Ct and Nt; layout-transform bandwidths), prints them and stores them in "
                      "the tuning cache under this device, replacing earlier ones. On the GPU "
-                     "(--device cuda): MEC's T and the transform bandwidths; Ct and Nt stay "
-                     "absent until the GPU has CHWN solvers.");
-  device_option(cli, "the GPU's MEC T and transform bandwidths, stored in the GPU's own section "
-                     "of the cache");
+                     "(--device cuda) Ct and Nt weigh the GPU's direct_chwn against cuDNN, over "
+                     "C and N up to 256.");
+  device_option(cli, "the GPU's thresholds, stored in the GPU's own section of the cache");
   cli.common_options();
   if (!cli.parse(args, out, 0, 0)) return 0;
   const Device device_kind = parse_device_option(cli.options());
