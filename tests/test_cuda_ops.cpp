@@ -388,6 +388,35 @@ TEST_F(CudaOps, SoftmaxCrossEntropyLossAndGradientMatchTheCpu) {
     }
 }
 
+// Each GPU softmax solver on its own (the fused kernel and the five-kernel baseline), against
+// the CPU's softmax_fused: the loss it returns and the gradient it writes.
+TEST_F(CudaOps, EveryGpuSoftmaxSolverMatchesTheCpu) {
+  const SoftmaxSolver* cpu_fused = find_softmax_solver("softmax_fused", Device::cpu);
+  ASSERT_NE(cpu_fused, nullptr);
+  ASSERT_EQ(softmax_solvers(Device::cuda).size(), 2u) << "softmax_fused and softmax_five_pass";
+  const std::pair<int, int> shapes[] = {{1, 10}, {64, 1000}, {3, 5000}, {5000, 3}, {7, 1}};
+  for (const SoftmaxSolver* solver : softmax_solvers(Device::cuda))
+    for (DType dt : kDTypes)
+      for (const auto& [rows, classes] : shapes) {
+        const std::string what = describe_case(std::string(solver->name()), dt, {rows, classes}, "");
+        Rng rng(11);
+        const Tensor logits = random_tensor({rows, classes}, rng, dt, -4, 4);
+        std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+        for (std::int32_t& label : labels)
+          label = static_cast<std::int32_t>(rng.next_u64() % static_cast<std::uint64_t>(classes));
+        SoftmaxProblem problem = softmax_problem_of(logits);
+        Tensor grad_c = Tensor::zeros(logits.shape(), dt);
+        const double loss_c = cpu_fused->run(problem, logits, labels, grad_c);
+        problem.device = Device::cuda;
+        ASSERT_TRUE(solver->applicable(problem, nullptr)) << what;
+        const Tensor logits_g = logits.to(Device::cuda);
+        Tensor grad_g = Tensor::zeros(logits.shape(), dt, Device::cuda);
+        const double loss_g = solver->run(problem, logits_g, labels, grad_g);
+        EXPECT_NEAR(loss_g, loss_c, tolerance(dt) * (1 + std::abs(loss_c))) << what << " loss";
+        expect_matches(grad_g, grad_c, tolerance(dt), what + " gradient");
+      }
+}
+
 TEST_F(CudaOps, SoftmaxSolverChecksLabelsOnTheHost) {
   Tensor logits = Tensor::zeros({2, 4}, DType::f32, Device::cuda);
   testing::expect_error([&] { softmax_cross_entropy(Variable(logits, true), {1, 4}); },
@@ -504,6 +533,7 @@ TEST(CudaOpsRegistry, GpuSolverListsAreEmptyExactlyWithoutCuda) {
   EXPECT_EQ(find_softmax_solver("softmax_fused")->device(), Device::cpu);
   EXPECT_EQ(find_pool_solver("pool_direct", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_softmax_solver("softmax_fused", Device::cuda) != nullptr, cuda_built());
+  EXPECT_EQ(find_softmax_solver("softmax_five_pass", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_pool_solver("pool_tiled", Device::cuda), nullptr);
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "apps/bench/softmax_bench.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/init.h"
 #include "core/threading.h"
@@ -17,6 +18,7 @@
 #include "ops/softmax/registry.h"
 #include "ops/softmax_cross_entropy.h"
 #include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -306,13 +308,34 @@ TEST(BenchSoftmax, QuickRunPrintsTheTable) {
   EXPECT_NE(out.find("     8     1000 "), std::string::npos) << out;
 }
 
+// Li et al. Fig. 13 on the GPU: the same table from the GPU's kernels; without a GPU, an error
+// that says so before any work.
+TEST(BenchSoftmax, OnTheGpuOrAClearErrorWithoutOne) {
+  ThreadsGuard threads(num_threads());
+  std::string out;
+  if (cuda_device_count() == 0) {
+    testing::expect_error(
+        [&] {
+          tunecnn::testing::run_capturing_stdout(bench_softmax, "softmax", {"--quick", "--device", "cuda"}, &out);
+        },
+        {"GPU"});
+    EXPECT_EQ(out, "");
+    return;
+  }
+  const int rc = tunecnn::testing::run_capturing_stdout(bench_softmax, "softmax", {"--quick", "--device", "cuda"}, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("device cuda"), std::string::npos) << out;
+  EXPECT_NE(out.find("     8     1000 "), std::string::npos) << out;
+}
+
 TEST(BenchSoftmax, RejectsBadOptions) {
   ThreadsGuard threads(num_threads());
   for (std::vector<const char*> args :
        {std::vector<const char*>{"softmax", "--batches", "0"},
         std::vector<const char*>{"softmax", "--classes", "10,x"},
         std::vector<const char*>{"softmax", "--dtype", "f16"},
-        std::vector<const char*>{"softmax", "--rounds", "0"}})
+        std::vector<const char*>{"softmax", "--rounds", "0"},
+        std::vector<const char*>{"softmax", "--device", "tpu"}})
     EXPECT_THROW(bench_softmax(static_cast<int>(args.size()), args.data()), Error) << args[1];
 }
 

@@ -12,7 +12,8 @@ const FivePassSoftmaxSolver kFivePass;
 const std::array<const SoftmaxSolver*, 2> kCpuSolvers{&kFused, &kFivePass};
 #ifdef TUNECNN_HAVE_CUDA
 const CudaFusedSoftmaxSolver kCudaFused;
-const std::array<const SoftmaxSolver*, 1> kCudaSolvers{&kCudaFused};
+const CudaFivePassSoftmaxSolver kCudaFivePass;
+const std::array<const SoftmaxSolver*, 2> kCudaSolvers{&kCudaFused, &kCudaFivePass};
 #endif
 }  // namespace
 
