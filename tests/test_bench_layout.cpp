@@ -1,14 +1,17 @@
-// `bench layout --quick`: runs end to end, prints the header and one row per layer x pair with
-// every column, and rejects bad options.
+// `bench layout --quick`: runs end to end on the CPU (and on the GPU when there is one), prints
+// the header and one row per layer x pair with every column, and rejects bad options.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "apps/bench/layout_bench.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
 
 namespace tunecnn {
 namespace {
@@ -24,9 +27,11 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
-TEST(BenchLayout, QuickRunPrintsEveryColumn) {
+// `bench layout --quick` on `device`: the header and a row per layer x pair with every column;
+// the memcpy column names the yardstick, `copy_kinds` those allowed.
+void expect_quick_table(const char* device, const std::vector<std::string>& copy_kinds) {
   std::string out;
-  ASSERT_EQ(run_bench({"--quick", "--threads", "2"}, &out), 0);
+  ASSERT_EQ(run_bench({"--quick", "--threads", "2", "--device", device}, &out), 0);
   std::istringstream in(out);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header;
@@ -39,6 +44,7 @@ TEST(BenchLayout, QuickRunPrintsEveryColumn) {
     else if (!line.empty()) rows.push_back(words(line));
   }
   EXPECT_TRUE(fingerprint);
+  EXPECT_NE(out.find(std::string("device ") + device), std::string::npos) << out;
   EXPECT_EQ(header, (std::vector<std::string>{"layer", "shape", "pair", "MiB", "ms", "GB/s",
                                               "memcpy_ms", "mc_GB/s", "memcpy", "pct", "naive_ms",
                                               "x_naive"}));
@@ -52,11 +58,24 @@ TEST(BenchLayout, QuickRunPrintsEveryColumn) {
     EXPECT_EQ(r[1], i < 4 ? "128x1x28x28" : "128x3x24x24");
     EXPECT_EQ(r[2], pairs[i % 4]);
     for (int col : {3, 4, 5, 6, 7, 10, 11}) EXPECT_GT(std::stod(r[col]), 0) << r[col];
-    EXPECT_TRUE(r[8] == "single" || r[8] == "tbb") << r[8];
+    EXPECT_NE(std::find(copy_kinds.begin(), copy_kinds.end(), r[8]), copy_kinds.end()) << r[8];
     EXPECT_EQ(r[9].back(), '%');
   }
   EXPECT_NE(result.find("transforms=8 "), std::string::npos) << result;
   EXPECT_NE(result.find("below_50pct_of_memcpy="), std::string::npos) << result;
+}
+
+TEST(BenchLayout, QuickRunPrintsEveryColumn) {
+  expect_quick_table("cpu", {"single", "tbb"});
+}
+
+// Li et al.'s yardstick on the GPU: a device-to-device memcpy. Without a GPU, an error that says
+// so before any output.
+TEST(BenchLayout, OnTheGpuAgainstADeviceToDeviceCopyOrAClearError) {
+  if (cuda_device_count() > 0) return expect_quick_table("cuda", {"d2d"});
+  std::string out;
+  testing::expect_error([&] { run_bench({"--quick", "--device", "cuda"}, &out); }, {"GPU"});
+  EXPECT_EQ(out, "");
 }
 
 TEST(BenchLayout, AllPairsAndConvLayerSets) {
@@ -75,6 +94,7 @@ TEST(BenchLayout, RejectsBadOptions) {
   EXPECT_THROW(run_bench({"--pairs", "NCHW"}), Error);
   EXPECT_THROW(run_bench({"--pairs", "NCHW->HWCN"}), Error);
   EXPECT_THROW(run_bench({"--rounds", "0"}), Error);
+  EXPECT_THROW(run_bench({"--device", "tpu"}), Error);
 }
 
 }  // namespace

@@ -426,8 +426,11 @@ TEST_F(CudaOps, SoftmaxSolverChecksLabelsOnTheHost) {
 // Shapes for the tiled transform (32 x 32 tiles): smaller than one tile, ragged edges on both
 // sides of each pair's transpose, N = 64 (whole tiles along N), 300 x 300 planes, whose
 // NHWC <-> CHWN transform is a batch of 90000 transposes, more than one grid dimension launches,
-// and no elements at all.
-const Shape kTransformShapes[] = {{3, 4, 5, 6}, {64, 35, 7, 9}, {33, 65, 2, 3}, {2, 1, 300, 300}, {0, 3, 4, 5}};
+// and no elements at all. The float2 kernel (CHWN <-> NCHW, f32, even N >= 64, 64-image tiles):
+// N = 64, 66 and 130 (a ragged last tile, a pair at the edge of the data) and the odd N = 65,
+// which takes the plain tiles.
+const Shape kTransformShapes[] = {{3, 4, 5, 6},  {64, 35, 7, 9}, {33, 65, 2, 3}, {2, 1, 300, 300},
+                                  {0, 3, 4, 5},  {66, 5, 3, 7},  {130, 3, 11, 1}, {65, 3, 2, 2}};
 
 TEST_F(CudaOps, LayoutTransformsMatchTheReferenceForEveryPair) {
   for (const Shape& shape : kTransformShapes)

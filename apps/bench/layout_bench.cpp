@@ -9,6 +9,10 @@
 // (convert_layout_reference, whose destination comes from the caching allocator), one std::memcpy
 // of the same bytes between the same buffers, and a TBB-parallel memcpy in chunks (the transform
 // uses every thread, a single memcpy one). The transform is reported against the faster memcpy.
+//
+// With --device cuda the same on the GPU, timed with CUDA events: the tiled kernel (float2 for
+// CHWN <-> NCHW when N >= 64), the naive one-thread-per-element kernel, and one device-to-device
+// cudaMemcpy of the same bytes, the paper's yardstick (they reached 97.6% of it).
 #include "apps/bench/layout_bench.h"
 
 #include <tbb/blocked_range.h>
@@ -21,10 +25,13 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
+#include "core/cuda_runtime.h"
 #include "core/init.h"
 #include "core/threading.h"
 #include "models/conv_layers.h"
@@ -39,7 +46,8 @@ constexpr const char* kSummary =
     "activations of Li et al.'s layers CV1-CV12, side by side with the naive 4-D reference loop "
     "and with memcpy of the same bytes (one std::memcpy call and a TBB-parallel chunked one), in "
     "interleaved rounds. Reports medians, GB/s counting bytes read + written, the % of the "
-    "faster memcpy's GB/s and the speedup over the naive transform.";
+    "faster memcpy's GB/s and the speedup over the naive transform. With --device cuda: the GPU's "
+    "tiled and naive kernels against a device-to-device memcpy, timed with CUDA events.";
 
 struct Activation {
   std::string name;
@@ -123,16 +131,24 @@ struct Contender {
   double median() const { return median_of(times); }
 };
 
+// Seconds one call of `fn` took by `clock` (the device's: device_clock.h).
+double seconds_by(const std::function<double()>& clock, const std::function<void()>& fn) {
+  const double start = clock();
+  fn();
+  return clock() - start;
+}
+
 // Warm-up, then `rounds` rounds; each round runs every contender in turn, each `calls` times
 // (enough for ~`round_s` a round, at most 20), timing each call on its own.
-void time_interleaved(std::vector<Contender*> contenders, int rounds, double round_s) {
+void time_interleaved(std::vector<Contender*> contenders, int rounds, double round_s,
+                      const std::function<double()>& clock) {
   for (Contender* c : contenders) {
     c->fn();  // first touch of the destination pages and the allocator's block
-    c->calls = std::clamp(static_cast<int>(round_s / std::max(seconds_of(c->fn), 1e-7)), 1, 20);
+    c->calls = std::clamp(static_cast<int>(round_s / std::max(seconds_by(clock, c->fn), 1e-7)), 1, 20);
   }
   for (int r = 0; r < rounds; ++r)
     for (Contender* c : contenders)
-      for (int i = 0; i < c->calls; ++i) c->times.push_back(seconds_of(c->fn));
+      for (int i = 0; i < c->calls; ++i) c->times.push_back(seconds_by(clock, c->fn));
 }
 
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
@@ -149,7 +165,23 @@ struct Row {
   const char* memcpy_kind;
 };
 
-Row bench_one(const Activation& a, const Pair& pair, int rounds, double round_s, Rng& rng) {
+Row row_of(const Contender& transform, const Contender& naive, const Contender& copy,
+           const char* copy_kind, std::size_t bytes) {
+  const double gb = 2.0 * static_cast<double>(bytes) / 1e9;  // read + written
+  return {transform.median() * 1e3, gb / transform.median(), copy.median() * 1e3, gb / copy.median(),
+          naive.median() * 1e3, copy_kind};
+}
+
+// A wrong transform would make the timing meaningless; one element-exact check, untimed.
+void check_transform(const Tensor& src, Tensor& dst, const Activation& a, const Pair& pair) {
+  convert_layout_into(src, dst);
+  const Tensor got = dst.to(Device::cpu), want = convert_layout_reference(src.to(Device::cpu), pair.to);
+  TUNECNN_CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0,
+                "bench layout: convert_layout_into disagrees with the reference on ", a.name, " ",
+                pair_name(pair), " (", to_string(src.device()), ")");
+}
+
+Row bench_on_cpu(const Activation& a, const Pair& pair, int rounds, double round_s, Rng& rng) {
   Tensor src = Tensor::empty(a.shape, DType::f32, Device::cpu, pair.from);
   uniform_fill(src, -1, 1, rng);
   Tensor dst = Tensor::empty(a.shape, DType::f32, Device::cpu, pair.to);
@@ -158,17 +190,28 @@ Row bench_one(const Activation& a, const Pair& pair, int rounds, double round_s,
   Contender naive{[&] { convert_layout_reference(src, pair.to); }};
   Contender copy1{[&] { std::memcpy(dst.raw_data(), src.raw_data(), bytes); }};
   Contender copyp{[&] { parallel_memcpy(dst.raw_data(), src.raw_data(), bytes); }};
-  time_interleaved({&transform, &naive, &copy1, &copyp}, rounds, round_s);
-  // A wrong transform would make the timing meaningless; one element-exact check, untimed.
-  convert_layout_into(src, dst);
-  TUNECNN_CHECK(std::memcmp(dst.raw_data(), convert_layout_reference(src, pair.to).raw_data(), bytes) == 0,
-                "bench layout: convert_layout_into disagrees with the reference on ", a.name, " ",
-                pair_name(pair));
-  const double gb = 2.0 * static_cast<double>(bytes) / 1e9;  // read + written
+  time_interleaved({&transform, &naive, &copy1, &copyp}, rounds, round_s, device_clock(Device::cpu));
+  check_transform(src, dst, a, pair);
   const bool parallel_wins = copyp.median() < copy1.median();
-  const double memcpy_s = parallel_wins ? copyp.median() : copy1.median();
-  return {transform.median() * 1e3, gb / transform.median(), memcpy_s * 1e3, gb / memcpy_s,
-          naive.median() * 1e3, parallel_wins ? "tbb" : "single"};
+  return row_of(transform, naive, parallel_wins ? copyp : copy1, parallel_wins ? "tbb" : "single", bytes);
+}
+
+// The GPU's tiled kernel, its naive kernel into a second preallocated tensor, and one
+// device-to-device memcpy, under CUDA events.
+Row bench_on_gpu(const Activation& a, const Pair& pair, int rounds, double round_s, Rng& rng,
+                 const std::function<double()>& clock) {
+  Tensor host = Tensor::empty(a.shape, DType::f32, Device::cpu, pair.from);
+  uniform_fill(host, -1, 1, rng);
+  const Tensor src = host.to(Device::cuda);
+  Tensor dst = Tensor::empty(a.shape, DType::f32, Device::cuda, pair.to);
+  Tensor naive_dst = Tensor::empty(a.shape, DType::f32, Device::cuda, pair.to);
+  const std::size_t bytes = src.nbytes();
+  Contender transform{[&] { convert_layout_into(src, dst); }};
+  Contender naive{[&] { convert_layout_naive_into(src, naive_dst); }};
+  Contender copy{[&] { copy_bytes(dst.raw_data(), Device::cuda, src.raw_data(), Device::cuda, bytes); }};
+  time_interleaved({&transform, &naive, &copy}, rounds, round_s, clock);
+  check_transform(src, dst, a, pair);
+  return row_of(transform, naive, copy, "d2d", bytes);
 }
 
 }  // namespace
@@ -184,6 +227,7 @@ int bench_layout(int argc, const char* const* argv) {
   cli.option("threads", "2", "CPU threads (transform, parallel memcpy)");
   cli.option("rounds", "5", "interleaved rounds over transform, naive and the two memcpys");
   cli.option("round-ms", "20", "target time of one contender in one round (1-20 calls)");
+  cli.option("device", "cpu", "cpu, or cuda: the GPU's kernels against a device-to-device memcpy");
   cli.flag("quick", "a few seconds' smoke run for the test suite: cv1,cv3, 2 rounds, 2 ms");
   if (!cli.parse(argc, argv)) return 0;
   const bool quick = cli.has("quick");
@@ -196,15 +240,27 @@ int bench_layout(int argc, const char* const* argv) {
   TUNECNN_CHECK(cli.get_int("threads") >= 0 && cli.get_int("batch") > 0,
                 "bench layout: --threads must be >= 0 and --batch > 0");
   set_num_threads(cli.get_int("threads"));
+  Device device = Device::cpu;
+  try {
+    device = parse_device(cli.get("device"));
+  } catch (const Error& e) {
+    TUNECNN_FAIL("bench layout: --device: ", e.message());
+  }
+  const bool gpu = device == Device::cuda;
+  const std::function<double()> clock = device_clock(device);  // no GPU: says so, before any work
 
-  std::cout << "# " << cpu_fingerprint().summary() << "\n"
-            << "# bench layout: layers " << (quick ? "cv1,cv3 (--quick)" : cli.get("layers"))
-            << ", threads " << num_threads() << ", f32, " << rounds << " interleaved rounds of "
+  std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  if (gpu)
+    if (const std::optional<GpuFingerprint> card = gpu_fingerprint()) std::cout << "# gpu: " << card->summary() << "\n";
+  std::cout << "# bench layout: layers " << (quick ? "cv1,cv3 (--quick)" : cli.get("layers"))
+            << ", device " << to_string(device) << ", threads " << num_threads() << ", f32, " << rounds << " interleaved rounds of "
             << round_s * 1e3 << " ms per contender; medians of per-call times\n"
-            << "# GB/s = (bytes read + bytes written) / median; memcpy = the faster of one "
-               "std::memcpy (single) and a TBB chunked memcpy (tbb) over the same buffers\n"
-            << "# pct_memcpy = transform GB/s / memcpy GB/s; x_naive = naive_ms / ms "
-               "(convert_layout_reference)\n";
+            << (gpu ? "# GB/s = (bytes read + bytes written) / median; memcpy = one device-to-device "
+                      "cudaMemcpy (d2d) over the same buffers\n"
+                    : "# GB/s = (bytes read + bytes written) / median; memcpy = the faster of one "
+                      "std::memcpy (single) and a TBB chunked memcpy (tbb) over the same buffers\n")
+            << "# pct_memcpy = transform GB/s / memcpy GB/s; x_naive = naive_ms / ms ("
+            << (gpu ? "the one-thread-per-element kernel" : "convert_layout_reference") << ")\n";
   std::printf("%-16s %-16s %-11s %8s %9s %7s %10s %8s %-6s %6s %10s %8s\n", "layer", "shape", "pair",
               "MiB", "ms", "GB/s", "memcpy_ms", "mc_GB/s", "memcpy", "pct", "naive_ms", "x_naive");
   Rng rng(1);
@@ -213,7 +269,8 @@ int bench_layout(int argc, const char* const* argv) {
   std::string worst_name;
   for (const Activation& a : acts)
     for (const Pair& pair : pairs) {
-      const Row r = bench_one(a, pair, rounds, round_s, rng);
+      const Row r = gpu ? bench_on_gpu(a, pair, rounds, round_s, rng, clock)
+                        : bench_on_cpu(a, pair, rounds, round_s, rng);
       const double pct = 100 * r.gbs / r.memcpy_gbs;
       const std::string shape = std::to_string(a.shape[0]) + "x" + std::to_string(a.shape[1]) +
                                 "x" + std::to_string(a.shape[2]) + "x" + std::to_string(a.shape[3]);
