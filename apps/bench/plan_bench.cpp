@@ -8,18 +8,22 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/bench/tuning_breakdown.h"
 #include "apps/training/cli.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
+#include "core/cuda_runtime.h"
 #include "core/init.h"
 #include "core/sgd.h"
 #include "core/threading.h"
 #include "models/registry.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
+#include "ops/pool/plan.h"
 #include "ops/pool/pool2d.h"
 #include "ops/softmax_cross_entropy.h"
 
@@ -91,6 +95,19 @@ struct Bench {
     return v;
   }
 
+  // Every conv layer by its device's untuned default (FirstApplicablePlanner: on the GPU cuDNN
+  // with its own heuristic's algorithm) and every pool by its first solver, all NCHW, on the
+  // problems of `like`: the "cuDNN only" baseline of Li et al.
+  Variant untuned_nchw(const std::string& name, const Variant& like) const {
+    Variant v{name, {}, {}, {}};
+    FirstApplicablePlanner convs_nchw(Layout::NCHW);
+    FirstApplicablePoolPlanner pools_first;
+    for (const auto& [problem, plan] : like.plans) v.plans.emplace_back(problem, convs_nchw.plan(problem));
+    for (const auto& [problem, plan] : like.pool_plans)
+      v.pool_plans.emplace_back(problem, pools_first.plan(problem, Layout::NCHW));
+    return v;
+  }
+
   void install(const Variant& v) {
     for (std::size_t i = 0; i < convs.size(); ++i) convs[i]->set_plan(v.plans[i].first, v.plans[i].second);
     for (std::size_t i = 0; i < pools.size(); ++i)
@@ -103,7 +120,8 @@ struct Bench {
 int bench_plans(int argc, const char* const* argv) {
   CommandLine cli("bench plans", "Measures the autotuner on one model: profiling cost, cached start, "
                                  "tuned plan against each conv algorithm forced on every layer, and "
-                                 "--tune verify under a changed fingerprint.");
+                                 "--tune verify under a changed fingerprint. With --device cuda on "
+                                 "the GPU, against cuDNN's own choice on every layer as well.");
   cli.option("model", "lenet", "model to plan (" + std::to_string(model_names().size()) + " known)");
   cli.option("batch-size", "64", "examples per step");
   cli.option("input", "", "C,H,W of one example (default: the model's own)");
@@ -113,12 +131,22 @@ int bench_plans(int argc, const char* const* argv) {
   cli.option("rounds", "3", "interleaved rounds over the variants");
   cli.option("tune-cache", "", "tuning cache to use (default: a fresh file, so profiling is measured "
                                "from empty; it is removed at the end)");
+  cli.option("device", "cpu", "cpu, or cuda: the model, the profiling and the steps on the GPU "
+                             "(timed with CUDA events by the tuner, steps synchronised)");
   cli.option("breakdown", "", "where the profiling pass spends its time: keys (per kind and key) or "
                               "candidates (and per candidate)");
   if (!cli.parse(argc, argv)) return 0;
   const std::string breakdown_detail = cli.get("breakdown");
   check_breakdown_detail(breakdown_detail);
   set_num_threads(cli.get_int("threads"));
+  Device device_kind = Device::cpu;
+  try {
+    device_kind = parse_device(cli.get("device"));
+  } catch (const Error& e) {
+    TUNECNN_FAIL("bench plans: --device: ", e.message());
+  }
+  const bool gpu = device_kind == Device::cuda;
+  if (gpu) device_clock(device_kind);  // no GPU: says so before any work
   const std::string model_name = cli.get("model");
   const Shape input =
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model_name);
@@ -128,15 +156,21 @@ int bench_plans(int argc, const char* const* argv) {
   Bench b;
   Rng rng(1);
   b.model = build_model(model_name, ModelOptions{input, classes, {}}, rng);
+  if (gpu) b.model->to(device_kind);  // the planner stamps each problem with its parameters' device
   collect_layers(*b.model, b.convs, b.pools);
   b.batch_shape = {batch, input[0], input[1], input[2]};
   b.cache = own_cache ? std::filesystem::temp_directory_path() /
                             ("tunecnn-bench-plans-" + std::to_string(getpid()) + ".yaml")
                       : std::filesystem::path(cli.get("tune-cache"));
-  b.fields = cpu_fingerprint().fields();
-  b.device = device_id(b.fields);
-  std::cout << "# " << cpu_fingerprint().summary() << "\n# model " << model_name << ", batch "
-            << batch << ", cache " << b.cache.string() << "\n";
+  const DeviceIdentity identity = device_identity(device_kind);
+  b.fields = identity.fields;
+  b.device = identity.id;
+  if (gpu) b.options.clock = device_clock(device_kind);
+  std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  if (gpu)
+    if (const std::optional<GpuFingerprint> card = gpu_fingerprint()) std::cout << "# gpu: " << card->summary() << "\n";
+  std::cout << "# model " << model_name << ", batch " << batch << ", device " << to_string(device_kind)
+            << ", cache " << b.cache.string() << "\n";
 
   // 1. Profiling (from empty when the cache is ours).
   TuningBreakdown breakdown;
@@ -162,19 +196,21 @@ int bench_plans(int argc, const char* const* argv) {
 
   // 4. Every single algorithm that runs every conv layer, forced on all of them (from the same
   // cache: no profiling). One that cannot run some layer is not a fixed-algorithm plan.
-  for (const ConvSolver* solver : cpu_conv_solvers()) {
+  for (const ConvSolver* solver : conv_solvers(device_kind)) {
     const std::string name(solver->name());
-    if (name == direct_conv_solver().name()) continue;
+    if (name == direct_conv_solver().name()) continue;  // the reference (the GPU's too)
     Variant v = b.plan(name, b.tuner(TunePolicy::cached, {name}));
     if (v.runs_everywhere(name))
       variants.push_back(std::move(v));
     else
       std::cout << "# " << name << " does not run every conv layer of " << model_name << ": not a fixed plan\n";
   }
+  if (gpu) variants.push_back(b.untuned_nchw("cudnn-own", variants[1]));
 
   Sgd sgd(b.model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
   Tensor images = Tensor::empty(b.batch_shape);
   uniform_fill(images, -1, 1, rng);
+  images = images.to(device_kind);
   std::vector<std::int32_t> labels(batch);
   for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
   const auto step = [&] {
@@ -182,6 +218,7 @@ int bench_plans(int argc, const char* const* argv) {
     sgd.zero_grad();
     loss.backward();
     sgd.step();
+    if (gpu) cuda_synchronize();  // the step's queued kernels belong to its time
   };
   for (int round = 0; round < cli.get_int("rounds"); ++round)
     for (Variant& v : variants) {
@@ -210,11 +247,14 @@ int bench_plans(int argc, const char* const* argv) {
   const double nchw_ms = median_of(variants[1].step_s) * 1e3;
   double best_fixed_ms = 1e300;
   std::string best_fixed;
-  std::printf("%-14s %10s %8s  %s\n", "plan", "step_ms", "vs_tuned", "conv layers (fwd solver/layout); pool layouts");
+  std::printf("%-14s %10s %10s %8s  %s\n", "plan", "step_ms", "images/s", "vs_tuned",
+              "conv layers (fwd solver/layout); pool layouts");
   for (const Variant& v : variants) {
     const double ms = median_of(v.step_s) * 1e3;
-    if (v.name != "tuned" && v.name != "tuned-nchw" && ms < best_fixed_ms) best_fixed_ms = ms, best_fixed = v.name;
-    std::printf("%-14s %10.2f %8.2f  %s\n", v.name.c_str(), ms, ms / tuned_ms, v.describe().c_str());
+    if (v.name != "tuned" && v.name != "tuned-nchw" && v.name != "cudnn-own" && ms < best_fixed_ms)
+      best_fixed_ms = ms, best_fixed = v.name;
+    std::printf("%-14s %10.2f %10.1f %8.2f  %s\n", v.name.c_str(), ms, batch * 1e3 / ms, ms / tuned_ms,
+                v.describe().c_str());
   }
   std::printf("result model=%s batch=%d threads=%d tuned_step_ms=%.2f best_fixed=%s best_fixed_step_ms=%.2f "
               "fixed_over_tuned=%.3f nchw_over_tuned=%.3f profile_s=%.2f profile_steps=%.1f cached_start_ms=%.1f "
@@ -222,6 +262,10 @@ int bench_plans(int argc, const char* const* argv) {
               model_name.c_str(), batch, num_threads(), tuned_ms, best_fixed.c_str(), best_fixed_ms,
               best_fixed_ms / tuned_ms, nchw_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
               vs.retimed_candidates, most_retimed);
+  if (gpu)  // Li et al.'s comparison: the tuned plan against cuDNN's own choice, all NCHW
+    std::printf("result device=cuda tuned_images_per_s=%.1f cudnn_own_images_per_s=%.1f cudnn_own_over_tuned=%.3f\n",
+                batch * 1e3 / tuned_ms, batch * 1e3 / (median_of(variants.back().step_s) * 1e3),
+                median_of(variants.back().step_s) * 1e3 / tuned_ms);
   if (own_cache) {
     std::filesystem::remove(b.cache);
     std::filesystem::remove(b.cache.string() + ".lock");

@@ -1,0 +1,61 @@
+// `bench plans`: a small LeNet end to end on the CPU (the plans table and the result line), the
+// same on the GPU with cuDNN's own choice as a variant when there is one, and the errors.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "apps/bench/plan_bench.h"
+#include "core/cuda_runtime.h"
+#include "core/error.h"
+#include "core/threading.h"
+#include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
+
+namespace tunecnn {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+int run_bench(std::vector<const char*> args, std::string* out) {
+  return testing::run_capturing_stdout(bench_plans, "plans", std::move(args), out);
+}
+
+// LeNet at batch 4, one round of one step per variant: seconds, not minutes.
+std::vector<const char*> small_lenet(const char* device) {
+  return {"--model", "lenet", "--batch-size", "4", "--steps", "1", "--rounds", "1", "--device", device};
+}
+
+TEST(BenchPlans, SmallLenetOnTheCpuGivesEveryVariantAndTheResult) {
+  const int threads = num_threads();
+  std::string out;
+  ASSERT_EQ(run_bench(small_lenet("cpu"), &out), 0) << out;
+  set_num_threads(threads);
+  for (const char* part : {"device cpu", "plan ", "images/s", "\ntuned ", "\ntuned-nchw ",
+                           "\nim2col_gemm ", "result model=lenet batch=4 ", "verify_max_per_key="})
+    EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+  EXPECT_FALSE(contains(out, "cudnn-own")) << "cuDNN's baseline is the GPU's only";
+}
+
+TEST(BenchPlans, OnTheGpuAgainstCudnnsOwnChoiceOrAClearError) {
+  const int threads = num_threads();
+  std::string out;
+  if (cuda_device_count() == 0) {
+    testing::expect_error([&] { run_bench(small_lenet("cuda"), &out); }, {"GPU"});
+    EXPECT_EQ(out, "") << "nothing printed before the error";
+    return;
+  }
+  ASSERT_EQ(run_bench(small_lenet("cuda"), &out), 0) << out;
+  set_num_threads(threads);
+  for (const char* part : {"device cuda", "# gpu: ", "\ntuned ", "\ncudnn ", "\ncudnn-own ",
+                           "result device=cuda tuned_images_per_s="})
+    EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+}
+
+TEST(BenchPlans, RejectsAnUnknownDevice) {
+  std::string out;
+  testing::expect_error([&] { run_bench({"--device", "tpu"}, &out); }, {"--device", "tpu"});
+}
+
+}  // namespace
+}  // namespace tunecnn
