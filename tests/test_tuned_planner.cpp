@@ -391,5 +391,40 @@ TEST(TunedPlanner, TheFirstLayersInputGradientIsNeitherTunedNorStored) {
   for (const auto& [name, p] : model->parameters()) EXPECT_TRUE(p.grad().defined()) << name;
 }
 
+// Stable decisions: two profiling passes from empty caches whose timings differ only by noise
+// (every candidate 1 ms, +-1% per call, a different noise sequence per pass) pick the same plan
+// for the whole network: every conv and pooling layer's layout, solvers and configs, and the
+// loss's solver. The ties go by fixed rules (workspace, then enumeration order; the layout DP's
+// transforms, then layout order), never by which measurement happened to be lower.
+TEST(TunedPlanner, TwoPassesWhoseTimingsDifferByNoiseOnlyPickTheSamePlan) {
+  const auto plan_with_noise = [](std::uint64_t seed) {
+    testing::TempDir dir;
+    Harness h;
+    h.jitter = 0.01, h.seed = seed;
+    auto tuner = h.planner(TunePolicy::cached, dir.path() / "tuning.yaml");
+    Rng rng(3);
+    auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+    const NetworkPlanReport report = NetworkPlanner(tuner).plan(*model, {4, 1, 28, 28});
+    EXPECT_GT(tuner->stats().profiled, 0);
+    return report;
+  };
+  const NetworkPlanReport a = plan_with_noise(1), b = plan_with_noise(2);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (std::size_t i = 0; i < a.layers.size(); ++i) {
+    EXPECT_EQ(a.layers[i].plan.layout(), b.layers[i].plan.layout()) << "conv " << i;
+    EXPECT_TRUE(same(a.layers[i].plan, b.layers[i].plan)) << "conv " << i;
+  }
+  ASSERT_EQ(a.pools.size(), b.pools.size());
+  for (std::size_t i = 0; i < a.pools.size(); ++i) {
+    const PoolLayerPlan &pa = a.pools[i].plan, &pb = b.pools[i].plan;
+    EXPECT_EQ(pa.layout, pb.layout) << "pool " << i;
+    EXPECT_EQ(pa.fwd.solver, pb.fwd.solver) << "pool " << i;
+    EXPECT_EQ(pa.fwd.config, pb.fwd.config) << "pool " << i;
+    EXPECT_EQ(pa.bwd_data.solver, pb.bwd_data.solver) << "pool " << i;
+    EXPECT_EQ(pa.bwd_data.config, pb.bwd_data.config) << "pool " << i;
+  }
+  EXPECT_EQ(a.softmax_solver, b.softmax_solver);
+}
+
 }  // namespace
 }  // namespace tunecnn

@@ -1,6 +1,7 @@
 #pragma once
 // A fake clock for the tuner tests: every read moves 1 ms and is counted, so a test can say that
 // a cache hit timed nothing, and the warnings the tuner gives are collected instead of printed.
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -15,6 +16,10 @@ struct TunerHarness {
   int calls = 0;
   double now = 0;
   std::vector<std::string> warnings;
+  // Each read moves 1 ms times (1 + jitter * u), u uniform in [-1, 1) from a generator seeded by
+  // `seed`: measurement noise, different for each seed, around timings that are all equal.
+  double jitter = 0;
+  std::uint64_t seed = 1;
 
   // Few repeats, no warm-up: fake time makes every call equal anyway.
   TunerOptions options() {
@@ -24,7 +29,9 @@ struct TunerHarness {
     o.max_repeats = 3;
     o.clock = [this] {
       ++calls;
-      return now += 1e-3;
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;  // Knuth's MMIX LCG
+      const double u = static_cast<double>(seed >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
+      return now += 1e-3 * (1 + jitter * u);
     };
     o.warn = [this](std::string_view w) { warnings.emplace_back(w); };
     return o;
