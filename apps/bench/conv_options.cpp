@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "apps/bench/bench_device.h"
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "models/conv_layers.h"
@@ -33,14 +34,6 @@ std::string known_solver_names(Device device) {
   std::vector<std::string> names;
   for (const ConvSolver* solver : conv_solvers(device)) names.emplace_back(solver->name());
   return joined(names);
-}
-
-Device parse_bench_device(const std::string& text) {
-  try {
-    return parse_device(text);
-  } catch (const Error& e) {
-    TUNECNN_FAIL("--device: ", e.message());
-  }
 }
 
 // --batch and its spelling in `bench train` and `train`, --batch-size; both given must agree.

@@ -29,6 +29,7 @@
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
+#include "apps/bench/bench_device.h"
 #include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "core/cuda_runtime.h"
@@ -240,18 +241,12 @@ int bench_layout(int argc, const char* const* argv) {
   TUNECNN_CHECK(cli.get_int("threads") >= 0 && cli.get_int("batch") > 0,
                 "bench layout: --threads must be >= 0 and --batch > 0");
   set_num_threads(cli.get_int("threads"));
-  Device device = Device::cpu;
-  try {
-    device = parse_device(cli.get("device"));
-  } catch (const Error& e) {
-    TUNECNN_FAIL("bench layout: --device: ", e.message());
-  }
+  const Device device = parse_bench_device(cli.get("device"));
   const bool gpu = device == Device::cuda;
-  const std::function<double()> clock = device_clock(device);  // no GPU: says so, before any work
+  const std::function<double()> clock = bench_clock(device);
 
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
-  if (gpu)
-    if (const std::optional<GpuFingerprint> card = gpu_fingerprint()) std::cout << "# gpu: " << card->summary() << "\n";
+  print_gpu_fingerprint(std::cout, device);
   std::cout << "# bench layout: layers " << (quick ? "cv1,cv3 (--quick)" : cli.get("layers"))
             << ", device " << to_string(device) << ", threads " << num_threads() << ", f32, " << rounds << " interleaved rounds of "
             << round_s * 1e3 << " ms per contender; medians of per-call times\n"

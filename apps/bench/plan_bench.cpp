@@ -13,7 +13,7 @@
 #include "apps/bench/repeat_policy.h"
 #include "apps/bench/tuning_breakdown.h"
 #include "apps/training/cli.h"
-#include "autotune/device_clock.h"
+#include "apps/bench/bench_device.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "core/cuda_runtime.h"
@@ -139,14 +139,9 @@ int bench_plans(int argc, const char* const* argv) {
   const std::string breakdown_detail = cli.get("breakdown");
   check_breakdown_detail(breakdown_detail);
   set_num_threads(cli.get_int("threads"));
-  Device device_kind = Device::cpu;
-  try {
-    device_kind = parse_device(cli.get("device"));
-  } catch (const Error& e) {
-    TUNECNN_FAIL("bench plans: --device: ", e.message());
-  }
+  const Device device_kind = parse_bench_device(cli.get("device"));
   const bool gpu = device_kind == Device::cuda;
-  if (gpu) device_clock(device_kind);  // no GPU: says so before any work
+  const std::function<double()> clock = bench_clock(device_kind);
   const std::string model_name = cli.get("model");
   const Shape input =
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model_name);
@@ -165,10 +160,9 @@ int bench_plans(int argc, const char* const* argv) {
   const DeviceIdentity identity = device_identity(device_kind);
   b.fields = identity.fields;
   b.device = identity.id;
-  if (gpu) b.options.clock = device_clock(device_kind);
+  if (gpu) b.options.clock = clock;
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
-  if (gpu)
-    if (const std::optional<GpuFingerprint> card = gpu_fingerprint()) std::cout << "# gpu: " << card->summary() << "\n";
+  print_gpu_fingerprint(std::cout, device_kind);
   std::cout << "# model " << model_name << ", batch " << batch << ", device " << to_string(device_kind)
             << ", cache " << b.cache.string() << "\n";
 

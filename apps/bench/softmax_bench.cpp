@@ -18,7 +18,7 @@
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
-#include "autotune/device_clock.h"
+#include "apps/bench/bench_device.h"
 #include "autotune/fingerprint.h"
 #include "core/init.h"
 #include "core/threading.h"
@@ -152,13 +152,8 @@ int bench_softmax(int argc, const char* const* argv) {
   const DType dt = dtype == "f64" ? DType::f64 : DType::f32;
   const double round_seconds = quick ? 2e-4 : 2e-3;
   set_num_threads(cli.get_int("threads"));
-  Device device = Device::cpu;
-  try {
-    device = parse_device(cli.get("device"));
-  } catch (const Error& e) {
-    TUNECNN_FAIL("--device: ", e.message());
-  }
-  const std::function<double()> clock = device_clock(device);  // no GPU: says so, before any work
+  const Device device = parse_bench_device(cli.get("device"));
+  const std::function<double()> clock = bench_clock(device);
 
   const SoftmaxSolver* fused = find_softmax_solver("softmax_fused", device);
   const SoftmaxSolver* five = find_softmax_solver("softmax_five_pass", device);
@@ -166,8 +161,7 @@ int bench_softmax(int argc, const char* const* argv) {
                 " solver is missing from the registry");
 
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
-  if (device == Device::cuda)
-    if (const std::optional<GpuFingerprint> card = gpu_fingerprint()) std::cout << "# gpu: " << card->summary() << "\n";
+  print_gpu_fingerprint(std::cout, device);
   std::cout << "# bench softmax: device " << to_string(device) << ", threads " << num_threads() << ", " << dtype << ", " << rounds
             << " interleaved rounds per problem (order alternating), each >= "
             << round_seconds * 1e3 << " ms of back-to-back calls per solver; median ms per call\n"
