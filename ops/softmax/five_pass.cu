@@ -18,6 +18,7 @@
 #include "core/cuda_runtime.h"
 #include "ops/cuda_reduce.cuh"
 #include "ops/softmax/five_pass.h"
+#include "ops/softmax/gpu_rows.h"
 
 namespace tunecnn {
 namespace {
@@ -82,14 +83,12 @@ bool CudaFivePassSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::s
 double CudaFivePassSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,
                                       const std::vector<std::int32_t>& labels, Tensor& grad) const {
   check_softmax_call(problem, logits, labels, grad);
-  const std::size_t label_bytes = labels.size() * sizeof(std::int32_t);
-  Storage device_labels(label_bytes, Device::cuda);
-  copy_bytes(device_labels.data(), Device::cuda, labels.data(), Device::cpu, label_bytes);
+  const std::unique_ptr<Storage> device_labels = labels_on_gpu(labels);
   Tensor probs = Tensor::empty(problem.logits_shape(), problem.dt, Device::cuda);
   Tensor row_max = Tensor::empty({problem.rows}, problem.dt, Device::cuda);
   Tensor row_sum = Tensor::empty({problem.rows}, problem.dt, Device::cuda);
   Tensor row_loss = Tensor::empty({problem.rows}, DType::f64, Device::cuda);
-  const auto* label_data = static_cast<const std::int32_t*>(device_labels.data());
+  const auto* label_data = static_cast<const std::int32_t*>(device_labels->data());
   const auto passes = [&](auto zero) {
     using T = decltype(zero);
     run_passes<T>(problem, static_cast<const T*>(logits.raw_data()), label_data,
@@ -101,9 +100,7 @@ double CudaFivePassSoftmaxSolver::run(const SoftmaxProblem& problem, const Tenso
     passes(0.0);
   else
     passes(0.0f);
-  const Tensor host_loss = row_loss.to(Device::cpu);
-  const double* loss = host_loss.data<double>();
-  return mean_row_loss(std::vector<double>(loss, loss + problem.rows));
+  return mean_row_loss_on_gpu(row_loss);
 }
 
 }  // namespace tunecnn

@@ -14,6 +14,7 @@
 #include "core/cuda_runtime.h"
 #include "ops/cuda_reduce.cuh"
 #include "ops/softmax/fused.h"
+#include "ops/softmax/gpu_rows.h"
 
 namespace tunecnn {
 namespace {
@@ -69,17 +70,13 @@ bool CudaFusedSoftmaxSolver::applicable(const SoftmaxProblem& problem, std::stri
 double CudaFusedSoftmaxSolver::run(const SoftmaxProblem& problem, const Tensor& logits,
                                    const std::vector<std::int32_t>& labels, Tensor& grad) const {
   check_softmax_call(problem, logits, labels, grad);
-  const std::size_t label_bytes = labels.size() * sizeof(std::int32_t);
-  Storage device_labels(label_bytes, Device::cuda);
-  copy_bytes(device_labels.data(), Device::cuda, labels.data(), Device::cpu, label_bytes);
+  const std::unique_ptr<Storage> device_labels = labels_on_gpu(labels);
   Tensor row_loss = Tensor::empty({problem.rows}, DType::f64, Device::cuda);
   if (problem.dt == DType::f64)
-    run_typed<double>(problem, logits, device_labels, grad, row_loss);
+    run_typed<double>(problem, logits, *device_labels, grad, row_loss);
   else
-    run_typed<float>(problem, logits, device_labels, grad, row_loss);
-  const Tensor host_loss = row_loss.to(Device::cpu);
-  const double* loss = host_loss.data<double>();
-  return mean_row_loss(std::vector<double>(loss, loss + problem.rows));
+    run_typed<float>(problem, logits, *device_labels, grad, row_loss);
+  return mean_row_loss_on_gpu(row_loss);
 }
 
 }  // namespace tunecnn
