@@ -1,8 +1,9 @@
 #pragma once
 // The pool tuner: for one pooling problem (forward or backward), every applicable pool solver in
-// every layout it runs, its configs (the coarsening factor (fx, fy)) hill-climbed from coarsening
-// 1 as Li et al. tune it, each candidate checked once against the direct reference on the same
-// geometry with fewer channels, then timed on the real problem (candidate_search.h).
+// every layout it runs, its configs (the coarsening factor: (fx, fy) on the CPU, fx on the GPU)
+// hill-climbed from coarsening 1 as Li et al. tune it, each candidate checked once against the
+// direct reference on the same geometry with fewer channels, then timed on the real problem
+// (candidate_search.h).
 #include <vector>
 
 #include "autotune/candidate_search.h"

@@ -303,6 +303,11 @@ TEST_F(CudaOps, PoolingMatchesPoolDirectWithPaddingStridesAndTies) {
   };
   const PoolPlan direct{&direct_pool_solver(), TuneConfig{}};
   const PoolLayerPlan cpu_plan{direct, direct, Layout::NCHW};
+  // pool_direct on the GPU by name: the default planner now prefers pool_tiled, tested below.
+  const PoolPlan gpu_direct{find_pool_solver("pool_direct", Device::cuda), TuneConfig{}};
+  ASSERT_NE(gpu_direct.solver, nullptr);
+  ASSERT_EQ(gpu_direct.solver->device(), Device::cuda);
+  const PoolLayerPlan gpu_plan{gpu_direct, gpu_direct, Layout::NCHW};
   for (DType dt : kDTypes)
     for (const Case& c : cases)
       for (PoolKind kind : {PoolKind::max, PoolKind::avg})
@@ -316,11 +321,6 @@ TEST_F(CudaOps, PoolingMatchesPoolDirectWithPaddingStridesAndTies) {
           Variable yc = pool2d(x.cpu, problem, cpu_plan);
           PoolProblem gpu_problem = pool_problem(x.gpu.data(), kind, c.g, include_pad);
           ASSERT_EQ(gpu_problem.device, Device::cuda) << what;
-          const PoolLayerPlan gpu_plan =
-              FirstApplicablePoolPlanner().plan(gpu_problem, Layout::NCHW);
-          ASSERT_EQ(gpu_plan.fwd.solver->device(), Device::cuda) << what;
-          ASSERT_EQ(gpu_plan.bwd_data.solver->device(), Device::cuda) << what;
-          EXPECT_EQ(gpu_plan.fwd.solver->name(), "pool_direct") << what;
           Variable yg = pool2d(x.gpu, gpu_problem, gpu_plan);
           // Max copies values and adds gradients in pool_direct's order: exact. Average divides
           // and sums in that order too, but leaves a margin for the compilers' contractions.
@@ -331,6 +331,8 @@ TEST_F(CudaOps, PoolingMatchesPoolDirectWithPaddingStridesAndTies) {
         }
 }
 
+// NHWC has no GPU pool solver: the input is transformed to NCHW on the GPU. CHWN is pooled as it
+// is, by pool_tiled.
 TEST_F(CudaOps, PoolingAnInputInAnotherLayoutTransformsItOnTheGpu) {
   const Shape shape{3, 4, 8, 8};
   for (Layout layout : {Layout::CHWN, Layout::NHWC}) {
@@ -340,11 +342,12 @@ TEST_F(CudaOps, PoolingAnInputInAnotherLayoutTransformsItOnTheGpu) {
     Leaf x = leaf(convert_layout(random_tensor(shape, rng), layout));
     Variable yc = max_pool2d(x.cpu, PoolGeometry::square(2, 2));
     Variable yg = max_pool2d(x.gpu, PoolGeometry::square(2, 2));
-    EXPECT_EQ(yg.data().layout(), Layout::NCHW) << what << ": the GPU solver runs NCHW";
-    expect_matches(yg.data(), convert_layout(yc.data(), Layout::NCHW), 0, what + " forward");
+    const Layout pooled_in = layout == Layout::CHWN ? Layout::CHWN : Layout::NCHW;
+    EXPECT_EQ(yg.data().layout(), pooled_in) << what << ": the GPU solvers run NCHW and CHWN";
+    expect_matches(yg.data(), convert_layout(yc.data(), pooled_in), 0, what + " forward");
     Tensor dy = random_tensor({3, 4, 4, 4}, rng);
     yc.backward(convert_layout(dy, yc.data().layout()));
-    yg.backward(dy.to(Device::cuda));
+    yg.backward(convert_layout(dy, pooled_in).to(Device::cuda));
     EXPECT_EQ(x.gpu.grad().layout(), layout) << what;
     expect_matches(x.gpu.grad(), x.cpu.grad(), 0, what + " backward");
   }
@@ -537,7 +540,7 @@ TEST(CudaOpsRegistry, GpuSolverListsAreEmptyExactlyWithoutCuda) {
   EXPECT_EQ(find_pool_solver("pool_direct", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_softmax_solver("softmax_fused", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_softmax_solver("softmax_five_pass", Device::cuda) != nullptr, cuda_built());
-  EXPECT_EQ(find_pool_solver("pool_tiled", Device::cuda), nullptr);
+  EXPECT_EQ(find_pool_solver("pool_tiled", Device::cuda) != nullptr, cuda_built());
 }
 
 TEST(CudaOpsRegistry, PlannersPickSolversOfTheProblemsDevice) {
@@ -567,7 +570,7 @@ TEST(CudaOpsRegistry, PlannersPickSolversOfTheProblemsDevice) {
                           {loss.key(), "no CUDA backend"});
     return;
   }
-  EXPECT_EQ(pool_layouts(pool), std::vector<Layout>{Layout::NCHW});
+  EXPECT_EQ(pool_layouts(pool), (std::vector<Layout>{Layout::NCHW, Layout::CHWN}));
   const PoolLayerPlan plan = FirstApplicablePoolPlanner().plan(pool, Layout::NCHW);
   EXPECT_EQ(plan.fwd.solver->device(), Device::cuda);
   EXPECT_EQ(plan.bwd_data.solver->device(), Device::cuda);

@@ -40,7 +40,7 @@ class Pool2d : public Module {
   // The layouts some CPU pool solver runs both directions in. A pooling layer has no parameters
   // to say where it runs: the network planner asks with its device (the overload below).
   std::vector<Layout> input_layouts(const Shape& input) const override;
-  // The layouts `device`'s pool solvers take (the GPU's: NCHW only, pool_direct).
+  // The layouts `device`'s pool solvers take (the GPU's: NCHW and CHWN, from pool_tiled).
   std::vector<Layout> input_layouts(const Shape& input, Device device) const;
   std::string describe() const override;
 

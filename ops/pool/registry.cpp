@@ -12,8 +12,9 @@ const DirectPoolSolver kDirect;
 // pool_direct, the reference that accepts every problem, stays last.
 const std::array<const PoolSolver*, 2> kCpuSolvers{&kTiled, &kDirect};
 #ifdef TUNECNN_HAVE_CUDA
+const CudaTiledPoolSolver kCudaTiled;
 const CudaDirectPoolSolver kCudaDirect;
-const std::array<const PoolSolver*, 1> kCudaSolvers{&kCudaDirect};
+const std::array<const PoolSolver*, 2> kCudaSolvers{&kCudaTiled, &kCudaDirect};
 #endif
 }  // namespace
 

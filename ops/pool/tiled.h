@@ -34,6 +34,9 @@
 // kh > sh), each zeroing and writing only its own plane in a fixed order (rows are zeroed just
 // before the first tile row that adds into them, one sweep over the plane). Results therefore do
 // not depend on scheduling.
+//
+// The GPU solver of the same name (tiled.cu, CUDA builds only) coarsens along rows only (no fy):
+// see CudaTiledPoolSolver below.
 #include <array>
 
 #include "ops/pool/solver.h"
@@ -47,6 +50,24 @@ inline constexpr std::array<int, 6> kPoolTileHeights{1, 2, 3, 4, 6, 8};
 class TiledPoolSolver final : public PoolSolver {
  public:
   std::string_view name() const override { return "pool_tiled"; }
+  bool applicable(const PoolProblem& problem, std::string* why) const override;
+  std::vector<Layout> layouts(const PoolProblem& problem) const override;
+  std::vector<TuneConfig> configs(const PoolProblem& problem) const override;
+  void run(const PoolProblem& problem, const TuneConfig& config,
+           const PoolArgs& args) const override;
+};
+
+// The coarsening factors of the GPU solver (outputs per thread along a row), 1 first.
+inline constexpr std::array<int, 4> kGpuPoolFactors{1, 2, 4, 8};
+
+// The GPU twin, defined in tiled.cu (CUDA builds only): NCHW and CHWN, one thread per F
+// consecutive outputs of a row forward and F consecutive input pixels of a row backward, config
+// {"fx", F} with F from kGpuPoolFactors up to that row's length. Bit for bit pool_direct's results
+// for max, and the same summation order for average.
+class CudaTiledPoolSolver final : public PoolSolver {
+ public:
+  std::string_view name() const override { return "pool_tiled"; }
+  Device device() const override { return Device::cuda; }
   bool applicable(const PoolProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const PoolProblem& problem) const override;
   std::vector<TuneConfig> configs(const PoolProblem& problem) const override;
