@@ -1,13 +1,16 @@
 // The non-convolution layers on the GPU against the same ops on the CPU, from the same inputs:
 // ReLU/ReLU6, dropout (the same mask from the same RNG state), linear, BatchNorm (with its
 // running statistics over several steps), LRN, global average pooling, max/avg pooling (padding,
-// strides, ties), softmax cross-entropy (loss, gradient, evaluation softmax), layout transforms,
-// flatten, and a small chain of them all. Every GPU test skips cleanly without a GPU; the registry
-// tests run everywhere. Failure messages name the op, dtype, shape, layout and direction.
+// strides, ties; pool_direct, and pool_tiled's every coarsening factor in NCHW and CHWN), softmax
+// cross-entropy (loss, gradient, evaluation softmax), layout transforms, flatten, and a small chain
+// of them all. Every GPU test skips cleanly without a GPU; the registry tests run everywhere.
+// Failure messages name the op, dtype, shape, layout and direction.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,7 @@
 #include "ops/lrn.h"
 #include "ops/pool/pool2d.h"
 #include "ops/pool/registry.h"
+#include "ops/pool/tiled.h"
 #include "ops/relu.h"
 #include "ops/softmax/plan.h"
 #include "ops/softmax/registry.h"
@@ -353,6 +357,122 @@ TEST_F(CudaOps, PoolingAnInputInAnotherLayoutTransformsItOnTheGpu) {
   }
 }
 
+// pool_tiled on the GPU against pool_direct on the CPU: the pooling test's shapes, a CHWN batch of
+// 35 (a warp of images and 3 more), output rows of 29 (a multiple of no factor; 3/1 windows
+// overlap, so neighbouring outputs share inputs), and a stride over the window (pixels in no window
+// get a zero gradient).
+struct GpuPoolCase {
+  Shape shape;
+  PoolGeometry g;
+};
+const GpuPoolCase kGpuPoolCases[] = {
+    {{2, 3, 9, 9}, PoolGeometry::square(3, 2, 1)},
+    {{2, 2, 8, 8}, PoolGeometry::square(2, 2)},
+    {{1, 2, 13, 13}, PoolGeometry::square(3, 2)},
+    {{2, 2, 7, 6}, PoolGeometry::square(3, 1, 1)},
+    {{1, 3, 7, 9}, PoolGeometry{2, 3, 1, 2, 1, 0}},
+    {{35, 2, 11, 13}, PoolGeometry::square(3, 2, 1)},
+    {{3, 2, 6, 29}, PoolGeometry::square(3, 1, 1)},
+    {{2, 3, 10, 17}, PoolGeometry::square(2, 3)},
+};
+
+// A max-pooling input of few levels, so windows tie; with `specials`, NaN, -inf and -0.0 are
+// sprinkled in and the first plane is all -inf, so its windows tie at -inf.
+Tensor max_pool_input(const Shape& shape, Rng& rng, DType dt, bool specials) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> v = values(random_tensor(shape, rng, DType::f64, -2, 2));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::round(v[i]);
+    if (!specials) continue;
+    const std::uint64_t r = rng.next_u64() % 16;
+    if (r == 0) v[i] = nan;
+    if (r == 1 || r == 2) v[i] = -inf;
+    if (r == 3) v[i] = -0.0;
+    if (static_cast<std::int64_t>(i) < shape[2] * shape[3]) v[i] = -inf;
+  }
+  if (dt == DType::f64) return Tensor::from_vector(v, shape);
+  return Tensor::from_vector(std::vector<float>(v.begin(), v.end()), shape);
+}
+
+// Element by element in NCHW order. tol 0: bit for bit (the sign of a zero too), a NaN matching a
+// NaN; else within tol relative to the wanted values' size.
+::testing::AssertionResult same_values(const Tensor& got, const Tensor& want, double tol) {
+  const std::vector<double> g = testing::nchw_values(got), w = testing::nchw_values(want);
+  if (g.size() != w.size()) return ::testing::AssertionFailure() << "sizes differ";
+  double most = 0;
+  for (double x : w) most = std::isfinite(x) ? std::max(most, std::abs(x)) : most;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const bool both_nan = std::isnan(g[i]) && std::isnan(w[i]);
+    const bool ok = both_nan || (tol == 0 ? g[i] == w[i] && std::signbit(g[i]) == std::signbit(w[i])
+                                          : std::abs(g[i] - w[i]) <= tol * (1 + most));
+    if (!ok)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << g[i] << ", want " << w[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The output of one call of `solver` on the problem's device, in `layout`, from NCHW inputs on the
+// CPU; returned on the CPU. The output starts at 777, a value no pooling here gives, so an element
+// the solver skips shows up.
+Tensor pool_output_of(const PoolSolver& solver, const TuneConfig& config, const PoolProblem& p,
+                      Layout layout, const Tensor& src, const Tensor& diff_dst) {
+  const auto input = [&](const Tensor& t) {
+    return convert_layout_reference(t, layout).to(p.device);
+  };
+  const bool fwd = p.dir == Direction::fwd;
+  Tensor out = Tensor::empty(fwd ? p.dst_shape() : p.src_shape(), p.dt, p.device, layout);
+  out.fill(777);
+  PoolArgs args;
+  if (reads_src(p)) args.src = input(src);
+  if (fwd) {
+    args.dst = out;
+  } else {
+    args.diff_dst = input(diff_dst);
+    args.diff_src = out;
+  }
+  run_pool({&solver, config}, p, args);
+  return out.to(Device::cpu);
+}
+
+TEST_F(CudaOps, PoolTiledMatchesPoolDirectForEveryFactorLayoutAndDirection) {
+  const PoolSolver* tiled = find_pool_solver("pool_tiled", Device::cuda);
+  ASSERT_NE(tiled, nullptr);
+  std::set<int> factors_run;
+  for (DType dt : kDTypes)
+    for (const GpuPoolCase& c : kGpuPoolCases)
+      for (PoolKind kind : {PoolKind::max, PoolKind::avg})
+        for (int variant = 0; variant < 2; ++variant) {  // max: NaN and -inf; avg: include_pad
+          const bool is_max = kind == PoolKind::max;
+          PoolProblem problem = pool_problem(c.shape, dt, kind, c.g, !is_max && variant == 1);
+          Rng rng(16);
+          const Tensor src = is_max ? max_pool_input(c.shape, rng, dt, variant == 1)
+                                    : random_tensor(c.shape, rng, dt);
+          const Tensor diff_dst = random_tensor(problem.dst_shape(), rng, dt);
+          for (Direction dir : {Direction::fwd, Direction::bwd_data}) {
+            PoolProblem on_cpu = problem.with_dir(dir), on_gpu = on_cpu;
+            on_gpu.device = Device::cuda;
+            const Tensor want =
+                pool_output_of(direct_pool_solver(), {}, on_cpu, Layout::NCHW, src, diff_dst);
+            const std::vector<TuneConfig> configs = tiled->configs(on_gpu);
+            ASSERT_FALSE(configs.empty()) << on_gpu.key();
+            EXPECT_EQ(configs.front().str(), "fx=1") << on_gpu.key();
+            for (Layout layout : tiled->layouts(on_gpu))
+              for (const TuneConfig& config : configs) {
+                factors_run.insert(config.get("fx", 0));
+                const Tensor got = pool_output_of(*tiled, config, on_gpu, layout, src, diff_dst);
+                EXPECT_EQ(got.layout(), layout);
+                // Max copies values and adds gradients in pool_direct's order: exact. Average
+                // sums in its order too, with a margin for the compilers.
+                EXPECT_TRUE(same_values(got, want, is_max ? 0 : tolerance(dt)))
+                    << on_gpu.key() << " " << to_string(layout) << " " << config.str();
+              }
+          }
+        }
+  EXPECT_EQ(factors_run, std::set<int>(kGpuPoolFactors.begin(), kGpuPoolFactors.end()));
+}
+
 TEST_F(CudaOps, SoftmaxCrossEntropyLossAndGradientMatchTheCpu) {
   struct Case {
     int rows, classes;
@@ -541,6 +661,32 @@ TEST(CudaOpsRegistry, GpuSolverListsAreEmptyExactlyWithoutCuda) {
   EXPECT_EQ(find_softmax_solver("softmax_fused", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_softmax_solver("softmax_five_pass", Device::cuda) != nullptr, cuda_built());
   EXPECT_EQ(find_pool_solver("pool_tiled", Device::cuda) != nullptr, cuda_built());
+}
+
+// Host code only, so it runs on a CUDA build without a GPU too.
+TEST(CudaOpsRegistry, GpuPoolTiledComesFirstWithFactorsUpToItsRow) {
+  if (!cuda_built()) GTEST_SKIP() << "built without CUDA";
+  const auto solvers = cuda_pool_solvers();
+  ASSERT_EQ(solvers.size(), 2u);
+  EXPECT_EQ(solvers.front()->name(), "pool_tiled");
+  EXPECT_EQ(solvers.back()->name(), "pool_direct");  // the reference stays last
+  PoolProblem p =
+      pool_problem({2, 3, 9, 9}, DType::f32, PoolKind::max, PoolGeometry::square(3, 2, 1));
+  p.device = Device::cuda;  // 5 outputs per row, 9 inputs
+  const PoolSolver& tiled = *solvers.front();
+  EXPECT_TRUE(tiled.applicable(p, nullptr));
+  EXPECT_EQ(tiled.layouts(p), (std::vector<Layout>{Layout::NCHW, Layout::CHWN}));
+  const auto factors = [&](const PoolProblem& problem) {
+    std::vector<int> out;
+    for (const TuneConfig& c : tiled.configs(problem)) out.push_back(c.get("fx", 0));
+    return out;
+  };
+  // Forward coarsens output rows, backward input rows.
+  EXPECT_EQ(factors(p), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(factors(p.with_dir(Direction::bwd_data)), (std::vector<int>{1, 2, 4, 8}));
+  p.iw = 2;  // 1 output per row
+  EXPECT_EQ(factors(p), std::vector<int>{1});
+  EXPECT_FALSE(tiled.applicable(p.with_dir(Direction::bwd_weights), nullptr));
 }
 
 TEST(CudaOpsRegistry, PlannersPickSolversOfTheProblemsDevice) {
