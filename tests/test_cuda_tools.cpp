@@ -1,4 +1,4 @@
-// The GPU side of the tools: `bench conv --device cuda`, `autotune profile|calibrate --device
+// The GPU side of the tools: `bench conv|pool --device cuda`, `autotune profile|calibrate --device
 // cuda`, calibration on the GPU and pooling layouts per device. Parsing, the no-GPU errors, the
 // CPU behaviour they must not change and the device-dependent rules run everywhere; what times
 // or runs on a GPU skips without one (cuda_device_count() == 0).
@@ -18,6 +18,7 @@
 #include "apps/bench/conv_bench.h"
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
+#include "apps/bench/pool_bench.h"
 #include "autotune/calibration.h"
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
@@ -101,6 +102,30 @@ TEST(BenchConvDevice, WithoutAGpuCudaFailsBeforeAnyWork) {
                                       {"--device", "cuda", "--layers", "lenet", "--repeats", "1"});
       },
       {no_gpu_message()});
+}
+
+TEST(BenchPoolDevice, WithoutAGpuCudaFailsBeforeAnyWork) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present";
+  testing::expect_error(
+      [] {
+        testing::run_capturing_stdout(bench_pool, "pool", {"--device", "cuda", "--quick"});
+      },
+      {"timing on the GPU"});
+}
+
+TEST(BenchPoolDevice, AnUnknownDeviceOrALayoutTheGpuLacksIsRefused) {
+  testing::expect_error(
+      [] {
+        testing::run_capturing_stdout(bench_pool, "pool", {"--device", "tpu", "--quick"});
+      },
+      {"--device", "tpu"});
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  testing::expect_error(
+      [] {
+        testing::run_capturing_stdout(bench_pool, "pool",
+                                      {"--device", "cuda", "--quick", "--layouts", "NHWC"});
+      },
+      {"pool_tiled on cuda does not run NHWC"});
 }
 
 ConvBenchRow timed_row(const std::string& solver, const std::string& config, double ms,
@@ -256,6 +281,22 @@ TEST(BenchConvOnGpu, OneLayerGivesARowPerSolverAndTheMecComparison) {
   EXPECT_TRUE(contains(out, "MEC against im2col_gemm and cuDNN")) << out;
   EXPECT_TRUE(contains(out, "ms mec/im2col_gemm")) << out;
   EXPECT_FALSE(contains(out, "\nconv1    fwd           pytorch")) << "no PyTorch on the GPU";
+}
+
+// Li et al.'s Fig. 6 in small: coarsening 1 and the best factor, NCHW and CHWN, on the GPU.
+TEST(BenchPoolOnGpu, QuickRunTimesCoarseningOneAndTheBestFactorInNchwAndChwn) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  std::string out;
+  const int rc =
+      testing::run_capturing_stdout(bench_pool, "pool", {"--device", "cuda", "--quick"}, &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(contains(out, "# gpu: ")) << out;
+  EXPECT_TRUE(contains(out, "device cuda")) << out;
+  for (const char* row :
+       {"NCHW   fwd  max  pool_direct", "NCHW   fwd  max  pool_tiled   fx=1 ",
+        "CHWN   fwd  max  pool_tiled   fx=1 ", "CHWN   bwd  max  pool_tiled   tuned fx="})
+    EXPECT_TRUE(contains(out, row)) << row << " missing in:\n" << out;
+  EXPECT_FALSE(contains(out, "NHWC")) << "no GPU solver runs NHWC:\n" << out;
 }
 
 TEST(AutotuneOnGpu, ProfileLenetWritesTheGpuSection) {

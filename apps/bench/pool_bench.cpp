@@ -4,21 +4,27 @@
 // default) and pool_tiled at the best config of an exhaustive sweep, side by side: interleaved
 // rounds, one call of each candidate per round, medians. It reports ms, GB/s (bytes read +
 // written), the speedup over coarsening 1 in the same layout and over NCHW coarsening 1.
+// With --device cuda the same table comes from the GPU's solvers of those names (pool_tiled in NCHW
+// and CHWN, configs fx=1,2,4,8): Li et al.'s Fig. 6, coarsening 1 against the best factor per
+// layer and layout. Arguments then live on the GPU and calls are timed with CUDA events.
 #include "apps/bench/pool_bench.h"
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <utility>
 
+#include "apps/bench/bench_device.h"
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/init.h"
 #include "core/threading.h"
+#include "ops/layout/to_layout.h"
 #include "ops/layout/transform.h"
-#include "ops/pool/direct.h"
-#include "ops/pool/tiled.h"
+#include "ops/pool/registry.h"
 
 namespace tunecnn {
 namespace {
@@ -26,7 +32,8 @@ namespace {
 constexpr const char* kSummary =
     "Times pooling on the papers' pools: pool_direct (NCHW), pool_tiled at coarsening 1 "
     "(fx=1,fy=1) and pool_tiled at the best config of an exhaustive sweep, in each layout, side by "
-    "side in interleaved rounds. Reports median ms, GB/s (bytes read + written) and speedups.";
+    "side in interleaved rounds. Reports median ms, GB/s (bytes read + written) and speedups. "
+    "--device cuda times the GPU's solvers of those names (Li et al.'s Fig. 6).";
 
 struct PoolLayer {
   std::string name;
@@ -71,7 +78,15 @@ struct Candidate {
 
 class PoolBench {
  public:
-  PoolBench(const CommandLine& cli, bool layers_given, std::ostream& out) : out_(out) {
+  PoolBench(const CommandLine& cli, Device device, std::function<double()> clock, bool layers_given,
+            std::ostream& out)
+      : out_(out),
+        device_(device),
+        clock_(std::move(clock)),
+        direct_(find_pool_solver("pool_direct", device)),
+        tiled_(find_pool_solver("pool_tiled", device)) {
+    TUNECNN_CHECK(direct_ != nullptr && tiled_ != nullptr,
+                  "bench pool: no pool_direct and pool_tiled on ", to_string(device));
     quick_ = cli.has("quick");
     for (const std::string& name : split_commas(cli.get("layers"))) {
       if (name == "all") {
@@ -86,27 +101,33 @@ class PoolBench {
         if (l.name == name) layers_.push_back(l);
     }
     if (quick_ && !layers_given) layers_ = {kLayers[1]};
-    for (const std::string& name : split_commas(cli.get("layouts"))) layouts_.push_back(parse_layout(name));
     for (const std::string& name : split_commas(cli.get("kinds"))) kinds_.push_back(parse_kind(name));
     directions_ = parse_direction(cli.get("direction"));
     batch_ = cli.get_int("batch-size");
+    TUNECNN_CHECK(!layers_.empty() && !kinds_.empty(), "bench pool: nothing to time");
+    layouts_ = parse_layouts(cli.get("layouts"));
     rounds_ = quick_ ? 3 : cli.get_int("rounds");
     sweep_calls_ = quick_ ? 1 : cli.get_int("sweep-calls");
-    TUNECNN_CHECK(!layers_.empty() && !layouts_.empty() && !kinds_.empty(),
-                  "bench pool: nothing to time");
+    TUNECNN_CHECK(!layouts_.empty(), "bench pool: nothing to time");
     TUNECNN_CHECK(rounds_ > 0 && sweep_calls_ > 0 && batch_ >= 0,
                   "bench pool: --rounds, --sweep-calls must be positive, --batch-size >= 0");
   }
 
   void run() {
-    out_ << "# " << cpu_fingerprint().summary() << "\n"
-         << "# bench pool: threads " << num_threads() << ", f32, " << rounds_
+    const std::string one = coarsening_one().str();
+    out_ << "# " << cpu_fingerprint().summary() << "\n";
+    print_gpu_fingerprint(out_, device_);
+    out_ << "# bench pool: "
+         << (gpu() ? "device cuda (CUDA events on the compute stream; "
+                     "arguments on the GPU), "
+                   : "")
+         << "threads " << num_threads() << ", f32, " << rounds_
          << " interleaved rounds (one call of each candidate per round, after one warm-up round); "
             "tuned = the fastest config of an exhaustive sweep over pool_tiled's configs ("
          << sweep_calls_ << " call(s) each, median) in that layout\n"
          << "# GB/s: bytes read + written per call / median time; x_vs_1x1: speedup over "
-            "pool_tiled fx=1,fy=1 in the same layout; x_vs_nchw_1x1: over pool_tiled fx=1,fy=1 in "
-            "NCHW\n";
+            "pool_tiled "
+         << one << " in the same layout; x_vs_nchw_1x1: over pool_tiled " << one << " in NCHW\n";
     char line[512];
     std::snprintf(line, sizeof line, "%-9s %-6s %-4s %-4s %-12s %-16s %10s %8s %9s %14s\n",
                   "layer", "layout", "dir", "kind", "solver", "config", "median_ms", "GB/s",
@@ -119,6 +140,10 @@ class PoolBench {
 
  private:
   std::ostream& out_;
+  Device device_;
+  std::function<double()> clock_;  // seconds: the steady clock, or CUDA events on the GPU
+  const PoolSolver* direct_;       // the device's pool_direct and pool_tiled
+  const PoolSolver* tiled_;
   bool quick_ = false;
   std::vector<PoolLayer> layers_;
   std::vector<Layout> layouts_;
@@ -126,11 +151,40 @@ class PoolBench {
   std::vector<Direction> directions_;
   int batch_ = 0, rounds_ = 15, sweep_calls_ = 3;
   Rng rng_{1};
-  const DirectPoolSolver direct_;
-  const TiledPoolSolver tiled_;
+
+  bool gpu() const { return device_ == Device::cuda; }
+
+  // "all": every layout the device's pool_tiled runs; else a comma list of them.
+  std::vector<Layout> parse_layouts(const std::string& text) const {
+    const std::vector<Layout> runs =
+        tiled_->layouts(problem_of(layers_.front(), kinds_.front(), directions_.front()));
+    if (text == "all") return runs;
+    std::vector<Layout> layouts;
+    for (const std::string& name : split_commas(text)) {
+      const Layout layout = parse_layout(name);
+      TUNECNN_CHECK(contains_layout(runs, layout), "bench pool: pool_tiled on ", to_string(device_),
+                    " does not run ", to_string(layout));
+      layouts.push_back(layout);
+    }
+    return layouts;
+  }
+
+  // pool_tiled's untuned default, the baseline of the speedups.
+  TuneConfig coarsening_one() const {
+    return tiled_->configs(problem_of(layers_.front(), kinds_.front(), directions_.front()))
+        .front();
+  }
+
+  // One call's time on the device's clock.
+  double seconds_on_device(const std::function<void()>& call) const {
+    const double start = clock_();
+    call();
+    return clock_() - start;
+  }
 
   PoolProblem problem_of(const PoolLayer& l, PoolKind kind, Direction dir) const {
     PoolProblem p;
+    p.device = device_;
     p.kind = kind, p.dir = dir;
     p.mb = batch_ > 0 ? batch_ : (quick_ ? 8 : l.batch);
     p.c = l.c, p.ih = p.iw = l.hw, p.kh = p.kw = l.k, p.sh = p.sw = l.s, p.ph = p.pw = l.p;
@@ -146,33 +200,33 @@ class PoolBench {
     std::map<Layout, PoolArgs> args;
     for (Layout layout : layouts_) {
       PoolArgs& a = args[layout];
-      if (fwd || kind == PoolKind::max) a.src = convert_layout(src, layout);
+      if (fwd || kind == PoolKind::max) a.src = convert_layout(src, layout).to(device_);
       if (fwd) {
-        a.dst = Tensor::zeros(p.dst_shape(), DType::f32, Device::cpu, layout);
+        a.dst = Tensor::zeros(p.dst_shape(), DType::f32, device_, layout);
       } else {
-        a.diff_dst = convert_layout(diff_dst, layout);
-        a.diff_src = Tensor::zeros(p.src_shape(), DType::f32, Device::cpu, layout);
+        a.diff_dst = convert_layout(diff_dst, layout).to(device_);
+        a.diff_src = Tensor::zeros(p.src_shape(), DType::f32, device_, layout);
       }
     }
     std::vector<Candidate> candidates;
-    const TuneConfig one = tiled_.configs(p).front();
+    const TuneConfig one = tiled_->configs(p).front();
     for (Layout layout : layouts_) {
       const std::string ln(to_string(layout));
       if (layout == Layout::NCHW)
-        candidates.push_back({ln, "pool_direct", "-", &direct_, TuneConfig{}, layout, {}});
-      candidates.push_back({ln, "pool_tiled", one.str(), &tiled_, one, layout, {}});
+        candidates.push_back({ln, "pool_direct", "-", direct_, TuneConfig{}, layout, {}});
+      candidates.push_back({ln, "pool_tiled", one.str(), tiled_, one, layout, {}});
       const TuneConfig best = sweep(p, args.at(layout));
-      candidates.push_back(
-          {ln, "pool_tiled", "tuned " + best.str(), &tiled_, best, layout, {}});
+      candidates.push_back({ln, "pool_tiled", "tuned " + best.str(), tiled_, best, layout, {}});
     }
     for (int round = -1; round < rounds_; ++round)
       for (Candidate& c : candidates) {
-        const double s = seconds_of([&] { c.solver_ptr->run(p, c.config, args.at(c.layout)); });
+        const double s =
+            seconds_on_device([&] { c.solver_ptr->run(p, c.config, args.at(c.layout)); });
         if (round >= 0) c.times.push_back(s);
       }
     std::map<Layout, double> one_ms;
     for (const Candidate& c : candidates)
-      if (c.solver_ptr == &tiled_ && c.config == one) one_ms[c.layout] = 1e3 * median_of(c.times);
+      if (c.solver_ptr == tiled_ && c.config == one) one_ms[c.layout] = 1e3 * median_of(c.times);
     const double bytes = call_bytes(p);
     const std::string dir_name = fwd ? "fwd" : "bwd";
     for (const Candidate& c : candidates) {
@@ -194,11 +248,11 @@ class PoolBench {
   TuneConfig sweep(const PoolProblem& p, const PoolArgs& args) const {
     TuneConfig best;
     double best_s = 0;
-    for (const TuneConfig& config : tiled_.configs(p)) {
-      tiled_.run(p, config, args);  // warm-up
+    for (const TuneConfig& config : tiled_->configs(p)) {
+      tiled_->run(p, config, args);  // warm-up
       std::vector<double> times;
       for (int i = 0; i < sweep_calls_; ++i)
-        times.push_back(seconds_of([&] { tiled_.run(p, config, args); }));
+        times.push_back(seconds_on_device([&] { tiled_->run(p, config, args); }));
       const double s = median_of(times);
       if (best.values.empty() || s < best_s) best = config, best_s = s;
     }
@@ -215,8 +269,14 @@ int bench_pool(int argc, const char* const* argv) {
              "12x12x64, 3/2 pad 1), alexnet1, alexnet2, alexnet3 (55x55x96, 27x27x256, "
              "13x13x256, 3/2), or all");
   cli.option("batch-size", "0", "batch of every layer; 0: 128 for LeNet and CIFAR, 64 for AlexNet");
+  cli.option("device", "cpu",
+             "cpu, or cuda: the GPU's pool_direct and pool_tiled (NCHW, CHWN; coarsening factor "
+             "fx=1,2,4,8) on the first NVIDIA GPU, arguments on the GPU, timed with CUDA events on "
+             "the compute stream");
   cli.option("threads", "2", "CPU threads");
-  cli.option("layouts", "NCHW,CHWN,NHWC", "layouts to time pool_tiled in");
+  cli.option("layouts", "all",
+             "layouts to time pool_tiled in, a comma list; all: every layout it runs on the device "
+             "(CPU: NCHW, CHWN, NHWC; GPU: NCHW, CHWN)");
   cli.option("kinds", "max", "comma list of max, avg");
   cli.option("direction", "both", "fwd, bwd or both");
   cli.option("rounds", "15", "interleaved timed rounds of the side-by-side comparison");
@@ -224,11 +284,13 @@ int bench_pool(int argc, const char* const* argv) {
   cli.flag("quick", "one small layer (lenet2 at batch 8 unless --layers/--batch-size say "
                     "otherwise), 3 rounds, 1 sweep call: for the test suite");
   if (!cli.parse(argc, argv)) return 0;
+  const Device device = parse_bench_device(cli.get("device"));
+  std::function<double()> clock = bench_clock(device);  // no GPU: an error before the table
   set_num_threads(cli.get_int("threads"));
   // --quick keeps --layers only when it was given explicitly.
   bool layers_given = false;
   for (int i = 1; i < argc; ++i) layers_given = layers_given || std::string(argv[i]) == "--layers";
-  PoolBench(cli, layers_given, std::cout).run();
+  PoolBench(cli, device, std::move(clock), layers_given, std::cout).run();
   return 0;
 }
 
