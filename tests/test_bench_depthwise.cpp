@@ -1,5 +1,6 @@
-// `bench depthwise --quick` end to end (the layer table and the model split), its option errors,
-// and LayerSplit's bookkeeping on a small chain.
+// `bench depthwise --quick` end to end (the layer table and the model split; the layer table on the
+// GPU where there is one), its option errors (--device cuda without a GPU among them), and
+// LayerSplit's bookkeeping on a small chain.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,11 +12,13 @@
 
 #include "apps/bench/depthwise_bench.h"
 #include "apps/bench/layer_split.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/init.h"
 #include "models/registry.h"
 #include "ops/softmax_cross_entropy.h"
 #include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
 
 namespace tunecnn {
 namespace {
@@ -64,6 +67,33 @@ TEST(BenchDepthwise, QuickRunPrintsTheLayerTableAndEveryVariantsSplit) {
 TEST(BenchDepthwise, RejectsBadOptions) {
   EXPECT_THROW(run_bench({"--part", "everything"}), Error);
   EXPECT_THROW(run_bench({"--part", "layers", "--layers", "dw99", "--pytorch", "off"}), Error);
+  EXPECT_THROW(run_bench({"--device", "tpu", "--part", "layers", "--quick"}), Error);
+  // Refused on any machine: without a GPU for the lack of one, with one for the CPU-only part.
+  EXPECT_THROW(run_bench({"--device", "cuda", "--part", "model", "--quick"}), Error);
+}
+
+// Before any work, and saying why: the build has no CUDA, or the machine no GPU.
+TEST(BenchDepthwise, DeviceCudaWithoutAGpuFailsClearly) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
+  testing::expect_error([] { run_bench({"--device", "cuda", "--part", "layers", "--quick"}); },
+                        {"--device cuda", cuda_built() ? "no CUDA device" : "no CUDA"});
+}
+
+// Qin et al.'s Table III on the GPU: cuDNN's grouped convolution, depthwise_direct in both layouts
+// and diagonal with its group size, side by side; the model part is the CPU's.
+TEST(BenchDepthwise, QuickRunOnTheGpuComparesTheGpuMethods) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string out;
+  ASSERT_EQ(run_bench({"--device", "cuda", "--quick"}, &out), 0) << out;
+  const std::vector<std::string> results = result_lines(out);
+  ASSERT_EQ(results.size(), 1u) << out;
+  EXPECT_TRUE(std::regex_search(results[0], std::regex("^result layer=dw13 best_fwd=\\S+/\\S+ best_fwd_ms=[0-9.]+")))
+      << results[0];
+  for (const char* method : {"cudnn/NCHW", "depthwise_direct/NCHW", "depthwise_direct/NHWC", "diagonal/NCHW"})
+    EXPECT_NE(out.find(method), std::string::npos) << method << "\n" << out;
+  EXPECT_NE(out.find("fwd:S="), std::string::npos) << "diagonal's group size\n" << out;
+  EXPECT_NE(out.find("# gpu: "), std::string::npos) << out;
+  EXPECT_NE(out.find("# model part: CPU only"), std::string::npos) << out;
 }
 
 TEST(LayerSplit, AccountsEveryLayerOfAChainAndNoMoreThanTheStep) {

@@ -1,11 +1,14 @@
 // The CUDA conv solvers: every one x every config x every direction x every shape (the edge
-// cases in f32 and f64, the scaled-down model layers in f32) against the CPU direct reference;
+// cases and MobileNet-like depthwise layers in f32 and f64, the scaled-down model layers in f32)
+// against the CPU direct reference, in NCHW and in every other layout a solver lists (run twice
+// there for the same bits);
 // the GPU direct against the CPU direct bit for bit (f32) or to rounding (f64); conv2d with bias
 // on the GPU against the CPU; the workspace contract; every config on a NaN-filled workspace, run
 // twice for the same bits; cuDNN's configs each once. Those need a GPU and skip without one.
 // The registry checks at the end run everywhere: they never touch a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -14,6 +17,7 @@
 #include "core/variable.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
+#include "ops/layout/reference.h"
 #include "tests/support/conv_testing.h"
 
 namespace tunecnn {
@@ -34,17 +38,41 @@ struct CudaCase {
   ConvShape shape;
   Direction dir;
   DType dt;
+  Layout layout = Layout::NCHW;  // of the activations
   ConvProblem problem() const { return on_device(shape.with(dir, dt), Device::cuda); }
 };
 
 void PrintTo(const CudaCase& c, std::ostream* os) {
-  *os << c.solver->name() << " " << c.problem().key();
+  *os << c.solver->name() << " " << c.problem().key() << " " << to_string(c.layout);
 }
 
 std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
   const CudaCase& c = info.param;
+  const std::string layout = c.layout == Layout::NCHW ? "" : "_" + std::string(to_string(c.layout));
   return std::string(c.solver->name()) + "_" + std::string(to_string(c.dir)) + "_" + c.shape.name +
-         "_" + std::string(to_string(c.dt));
+         "_" + std::string(to_string(c.dt)) + layout;
+}
+
+ConvShape depthwise_3x3(const char* name, int mb, int c, int ih, int iw, int stride) {
+  return {name, ConvProblem{Direction::fwd, mb, c, ih, iw, c, 3, 3, stride, stride, 1, 1, c}};
+}
+
+// MobileNet's depthwise layers in small: 3x3, padding 1, stride 1 and 2, C = 8, 32, 48 (diagonal's
+// group sizes 8; 8, 16, 32; 8 ... 48), batch 1 and 3, odd sizes. C = 48 leaves 16 channels after
+// the NHWC bwd_weights kernel's 32-channel block; the 57x57 outputs are 3 * 57 * 57 > 8192
+// positions per channel, so depthwise_direct's bwd_weights adds two chunks through its workspace.
+const std::vector<ConvShape>& mobilenet_depthwise_shapes() {
+  static const std::vector<ConvShape> shapes = {
+      depthwise_3x3("mb1_c8_15x15_s1", 1, 8, 15, 15, 1),
+      depthwise_3x3("mb3_c8_15x13_s2", 3, 8, 15, 13, 2),
+      depthwise_3x3("mb1_c32_17x17_s2", 1, 32, 17, 17, 2),
+      depthwise_3x3("mb3_c32_13x11_s1", 3, 32, 13, 11, 1),
+      depthwise_3x3("mb1_c48_9x9_s1", 1, 48, 9, 9, 1),
+      depthwise_3x3("mb3_c48_11x15_s2", 3, 48, 11, 15, 2),
+      depthwise_3x3("mb3_c8_57x57_s1", 3, 8, 57, 57, 1),
+      depthwise_3x3("mb3_c8_113x113_s2", 3, 8, 113, 113, 2),
+  };
+  return shapes;
 }
 
 // applicable() needs no GPU (cudnn asks cuDNN only where one is present), so the cases are
@@ -70,13 +98,26 @@ std::vector<CudaCase> applicable_cases(const std::vector<ConvShape>& shapes,
 std::vector<CudaCase> all_cases() {
   std::vector<CudaCase> cases;
   for (const ConvSolver* solver : conv_solvers(Device::cuda)) {
-    for (const ConvShape& shape : edge_case_shapes()) {
-      add_if_applicable(cases, solver, shape, DType::f32);
-      add_if_applicable(cases, solver, shape, DType::f64);
-    }
+    for (const auto* shapes : {&edge_case_shapes(), &mobilenet_depthwise_shapes()})
+      for (const ConvShape& shape : *shapes) {
+        add_if_applicable(cases, solver, shape, DType::f32);
+        add_if_applicable(cases, solver, shape, DType::f64);
+      }
     for (const ConvShape& shape : model_layer_shapes())
       add_if_applicable(cases, solver, shape, DType::f32);
   }
+  return cases;
+}
+
+// all_cases() again in each layout other than NCHW that a solver lists for the problem.
+std::vector<CudaCase> other_layout_cases() {
+  std::vector<CudaCase> cases;
+  for (CudaCase c : all_cases())
+    for (Layout layout : c.solver->layouts(c.problem()))
+      if (layout != Layout::NCHW) {
+        c.layout = layout;
+        cases.push_back(c);
+      }
   return cases;
 }
 
@@ -96,14 +137,15 @@ Tensor cpu_reference(const ConvProblem& gpu_problem, const ConvArgs& cpu_args) {
   return out;
 }
 
-// Runs one config on the GPU args, after refilling the output with NaN so an element the config
-// forgets shows up even when an earlier config wrote it; returns the output on the CPU.
+// Runs one config on the GPU args (in `layout`), after refilling the output with NaN so an
+// element the config forgets shows up even when an earlier config wrote it; returns the output on
+// the CPU in NCHW.
 Tensor run_on_gpu(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p,
-                  const ConvArgs& gpu_args) {
+                  const ConvArgs& gpu_args, Layout layout = Layout::NCHW) {
   Tensor out = conv_output(gpu_args, p.dir);
   out.fill(std::numeric_limits<double>::quiet_NaN());
-  run_conv({&solver, config}, p, gpu_args);
-  return out.to(Device::cpu);
+  run_conv({&solver, config, layout}, p, gpu_args);
+  return convert_layout_reference(out.to(Device::cpu), Layout::NCHW);
 }
 
 std::string describe(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p) {
@@ -141,6 +183,40 @@ TEST_P(CudaConvSolverTest, MatchesCpuReferenceInEveryConfig) {
 INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvSolverTest, ::testing::ValuesIn(all_cases()),
                          case_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvSolverTest);
+
+// cuDNN's own algorithms and diagonal, which runs one of them, may add with atomics; every other
+// GPU solver sums in a fixed order.
+bool repeats_bit_for_bit(const ConvSolver& solver) {
+  return solver.name() != "cudnn" && solver.name() != "diagonal";
+}
+
+// The same in the case's layout (depthwise_direct's NHWC): the arguments converted on the CPU by
+// the reference transform and copied over, the output converted back; each config runs twice for
+// the same bits.
+class CudaConvLayoutTest : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaConvLayoutTest, MatchesCpuReferenceInEveryConfigAndRepeats) {
+  SKIP_WITHOUT_GPU();
+  const CudaCase& c = GetParam();
+  const ConvProblem p = c.problem();
+  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 42);
+  const Tensor want = cpu_reference(p, cpu_args);
+  const ConvArgs gpu_args = conv_args_on(conv_args_in_layout(cpu_args, c.layout), Device::cuda);
+  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
+  for (const TuneConfig& config : c.solver->configs(p)) {
+    const Tensor got = run_on_gpu(*c.solver, config, p, gpu_args, c.layout);
+    EXPECT_TRUE(close_relative(got, want, tol))
+        << describe(*c.solver, config, p) << " in " << to_string(c.layout);
+    if (repeats_bit_for_bit(*c.solver)) {
+      EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, gpu_args, c.layout), got, 0.0))
+          << "not repeatable: " << describe(*c.solver, config, p) << " in " << to_string(c.layout);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvLayoutTest, ::testing::ValuesIn(other_layout_cases()),
+                         case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvLayoutTest);
 
 // Same sums in the same order in double: f32 results are identical (a product of two floats is
 // exact in double, fused or not), f64 ones differ only where the compilers fuse differently.
@@ -193,7 +269,10 @@ TEST(CudaConv2d, ForwardAndBackwardWithBiasMatchCpu) {
 std::vector<CudaCase> workspace_cases() {
   const auto& edges = edge_case_shapes();
   const auto& layers = model_layer_shapes();
-  return applicable_cases({edges[0], edges[2], edges[8], edges[17], edges[18], layers[1], layers[8]},
+  const auto& depthwise = mobilenet_depthwise_shapes();
+  // ..., mb3_c48_11x15_s2, mb3_c8_57x57_s1 (two bwd_weights chunks for depthwise_direct)
+  return applicable_cases({edges[0], edges[2], edges[8], edges[17], edges[18], layers[1], layers[8],
+                           depthwise[5], depthwise[6]},
                           {DType::f32});
 }
 
@@ -223,12 +302,15 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvWorkspaceTest);
 // Every config with a workspace full of NaN, which a fresh cudaMalloc block (what the tests above
 // mostly get) hides: a solver that reads scratch it has not written (a buffer it should have
 // cleared, a region it should have filled) shows NaN. Then once more with a zeroed workspace,
-// which must give the same bits (one stream, fixed sums), except for cuDNN, some of whose
-// algorithms add with atomics.
+// which must give the same bits (one stream, fixed sums), except for the solvers that run cuDNN,
+// some of whose algorithms add with atomics.
 std::vector<CudaCase> poisoned_workspace_cases() {
   const auto& edges = edge_case_shapes();
-  // odd_batch5, stride2_pad1, k5_s2_p2, pad3_k3, groups4_s2_p2, depthwise_x2, aniso_k5x3
-  return applicable_cases({edges[2], edges[5], edges[6], edges[13], edges[17], edges[19], edges[21]},
+  const auto& depthwise = mobilenet_depthwise_shapes();
+  // odd_batch5, stride2_pad1, k5_s2_p2, pad3_k3, groups4_s2_p2, depthwise_x2, aniso_k5x3,
+  // dw_s2_odd, dw_k5_s2, and the two-chunk mb3_c8_57x57_s1 and mb3_c8_113x113_s2
+  return applicable_cases({edges[2], edges[5], edges[6], edges[13], edges[17], edges[19], edges[21],
+                           edges[22], edges[25], depthwise[6], depthwise[7]},
                           {DType::f32, DType::f64});
 }
 
@@ -254,7 +336,7 @@ TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
     };
     const Tensor poisoned = run_with(std::numeric_limits<double>::quiet_NaN());
     EXPECT_TRUE(close_relative(poisoned, check.want, check.tol)) << describe(*c.solver, config, p);
-    if (c.solver->name() != "cudnn") {
+    if (repeats_bit_for_bit(*c.solver)) {
       EXPECT_TRUE(close_relative(run_with(0.0), poisoned, 0.0))
           << "not repeatable: " << describe(*c.solver, config, p);
     }
@@ -325,24 +407,58 @@ TEST(CudaConvRegistry, ListsCudnnFirstAndDirectLast) {
   if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
   std::vector<std::string> names;
   for (const ConvSolver* solver : conv_solvers(Device::cuda)) names.emplace_back(solver->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"cudnn", "im2col_gemm", "mec", "direct"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cudnn", "im2col_gemm", "mec", "depthwise_direct",
+                                             "diagonal", "direct"}));
   ASSERT_NE(find_conv_solver("cudnn", Device::cuda), nullptr);
   EXPECT_EQ(&direct_conv_solver(Device::cuda), find_conv_solver("direct", Device::cuda));
   EXPECT_NE(&direct_conv_solver(Device::cuda), &direct_conv_solver());
   EXPECT_NE(find_conv_solver("mec", Device::cuda), find_conv_solver("mec"));
 }
 
+// Each solver on the first edge case it runs on the GPU (batch1; depthwise for the depthwise-only
+// solvers) refuses the same problem on the CPU.
 TEST(CudaConvRegistry, CudaSolversRejectCpuProblemsWithAReason) {
   if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
-  const ConvProblem cpu_problem = edge_case_shapes()[0].problem;
   for (const ConvSolver* solver : conv_solvers(Device::cuda))
     for (Direction dir : kAllDirections) {
+      const auto& shapes = edge_case_shapes();
+      const auto runs_on_gpu = [&](const ConvShape& shape) {
+        return solver->applicable(on_device(shape.problem.with_dir(dir), Device::cuda), nullptr);
+      };
+      const auto shape = std::find_if(shapes.begin(), shapes.end(), runs_on_gpu);
+      ASSERT_NE(shape, shapes.end()) << solver->name() << " runs no edge case on the GPU";
       std::string why;
-      EXPECT_FALSE(solver->applicable(cpu_problem.with_dir(dir), &why)) << solver->name();
+      EXPECT_FALSE(solver->applicable(shape->problem.with_dir(dir), &why)) << solver->name();
       EXPECT_NE(why.find("CUDA"), std::string::npos) << solver->name() << ": " << why;
-      EXPECT_TRUE(solver->applicable(on_device(cpu_problem.with_dir(dir), Device::cuda), nullptr))
-          << solver->name();
     }
+}
+
+// The depthwise-only solvers take exactly the depthwise problems of multiplier 1, and say why
+// they refuse the rest; listing needs no GPU.
+TEST(CudaConvRegistry, DepthwiseSolversTakeOnlyDepthwiseProblems) {
+  if (!cuda_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  for (const char* name : {"depthwise_direct", "diagonal"}) {
+    const ConvSolver* solver = find_conv_solver(name, Device::cuda);
+    ASSERT_NE(solver, nullptr) << name;
+    EXPECT_NE(solver, find_conv_solver(name)) << name << ": the GPU's is its own solver";
+    for (const ConvShape& shape : edge_case_shapes()) {
+      const ConvProblem p = on_device(shape.problem, Device::cuda);
+      const bool depthwise = p.g == p.ic && p.oc == p.ic;  // every edge case has ic > 1
+      std::string why;
+      EXPECT_EQ(solver->applicable(p, &why), depthwise) << name << " " << shape.name << ": " << why;
+      if (!depthwise) {
+        EXPECT_FALSE(why.empty()) << name << " " << shape.name;
+      }
+    }
+  }
+  const ConvSolver* diagonal = find_conv_solver("diagonal", Device::cuda);
+  const ConvProblem c48 = on_device(mobilenet_depthwise_shapes()[4].problem, Device::cuda);
+  if (cuda_device_count() == 0) {  // else cuDNN decides which group sizes stay
+    std::vector<int> sizes;
+    for (const TuneConfig& config : diagonal->configs(c48)) sizes.push_back(config.get("S", 0));
+    EXPECT_EQ(sizes, (std::vector<int>{8, 12, 16, 24, 48}));
+  }
+  EXPECT_TRUE(diagonal->sweep_configs());
 }
 
 // run_conv refuses a registered solver of the other device before it allocates or runs.

@@ -6,14 +6,19 @@
 //   them (apps/bench/conv_pytorch.py, its own repeats).
 // model: a whole training step of a MobileNet split by layer type, under the tuned plan and under
 //   the same plan with each depthwise solver forced on the depthwise layers (model_split.h).
+// --device cuda: the layers part with the GPU's solvers (cuDNN's grouped convolution,
+//   depthwise_direct, diagonal at its best S, im2col_gemm where it applies), arguments on the GPU,
+//   timed with CUDA events (autotune/device_clock.h); no PyTorch, no model part.
 #include "apps/bench/depthwise_bench.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 
+#include "apps/bench/bench_device.h"
 #include "apps/bench/conv_options.h"
 #include "apps/bench/model_split.h"
 #include "apps/bench/pytorch_worker.h"
@@ -33,7 +38,7 @@ constexpr const char* kSummary =
     "The depthwise methods of Qin et al. on MobileNet: (layers) every solver and layout on each "
     "depthwise layer, forward and backward, side by side with PyTorch, as their Table III; "
     "(model) a MobileNet training step split by layer type under the tuned plan and with each "
-    "depthwise solver forced, as their Table IV.";
+    "depthwise solver forced, as their Table IV. With --device cuda: the layers part on the GPU.";
 
 constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
 
@@ -52,17 +57,19 @@ struct Cell {
   std::vector<double> times;
 };
 
-struct LayerArgs {
-  std::map<Layout, ConvArgs> by_layout;
-};
+// Seconds as the device sees them (bench_clock: the steady clock on the CPU; CUDA events on the
+// GPU's compute stream, since a call there only queues its kernels).
+using Clock = std::function<double()>;
 
-std::vector<ConvLayer> depthwise_layers(const std::string& names, int batch) {
+// The layers' problems are stamped with the device their solvers run on.
+std::vector<ConvLayer> depthwise_layers(const std::string& names, int batch, Device device) {
   std::vector<ConvLayer> chosen;
   const std::vector<std::string> wanted = names.empty() ? std::vector<std::string>{} : split_commas(names);
-  for (const ConvLayer& layer : conv_layer_set("mobilenet", batch)) {
+  for (ConvLayer layer : conv_layer_set("mobilenet", batch)) {
     const ConvProblem& p = layer.problem;
     if (p.g != p.ic || p.g == 1) continue;
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), layer.name) == wanted.end()) continue;
+    layer.problem.device = device;
     chosen.push_back(layer);
   }
   TUNECNN_CHECK(!chosen.empty(), "bench depthwise: no MobileNet depthwise layer matches --layers '", names,
@@ -70,15 +77,16 @@ std::vector<ConvLayer> depthwise_layers(const std::string& names, int batch) {
   return chosen;
 }
 
-double call_seconds(const Cell& cell, const ConvProblem& fwd, const ConvArgs& args, Storage& ws) {
+double call_seconds(const Cell& cell, const ConvProblem& fwd, const ConvArgs& args, Storage& ws,
+                    const Clock& clock) {
   const ConvProblem p = fwd.with_dir(cell.dir);
-  return seconds_of([&] {
-    cell.method.solver->run(p, cell.config, args, Workspace{ws.data(), cell.workspace});
-  });
+  const double start = clock();
+  cell.method.solver->run(p, cell.config, args, Workspace{ws.data(), cell.workspace});
+  return clock() - start;
 }
 
 // The config with the lowest median of three calls (a one-config solver skips the sweep).
-void choose_config(Cell& cell, const ConvProblem& fwd, const ConvArgs& args) {
+void choose_config(Cell& cell, const ConvProblem& fwd, const ConvArgs& args, const Clock& clock) {
   const ConvProblem p = fwd.with_dir(cell.dir);
   const std::vector<TuneConfig> configs = cell.method.solver->configs(p);
   double best = 0;
@@ -90,17 +98,26 @@ void choose_config(Cell& cell, const ConvProblem& fwd, const ConvArgs& args) {
       cell = trial;
       return;
     }
-    Storage ws(trial.workspace, Device::cpu);
+    Storage ws(trial.workspace, fwd.device);
     std::vector<double> t;
-    for (int i = 0; i < 3; ++i) t.push_back(call_seconds(trial, fwd, args, ws));
+    for (int i = 0; i < 3; ++i) t.push_back(call_seconds(trial, fwd, args, ws, clock));
     if (best == 0 || median_of(t) < best) best = median_of(t), cell = trial;
   }
 }
 
+// The call's arguments in `layout` on the problem's device: converted on the CPU, then copied.
+ConvArgs args_for(const ConvArgs& nchw, Layout layout, Device device) {
+  ConvArgs args = conv_args_in_layout(nchw, layout);
+  if (device == Device::cpu) return args;
+  for (Tensor* t : {&args.src, &args.wei, &args.dst, &args.diff_src, &args.diff_wei, &args.diff_dst})
+    *t = t->to(device);
+  return args;
+}
+
 std::vector<Cell> cells_for(const ConvProblem& fwd) {
   std::vector<Cell> cells;
-  for (const ConvSolver* solver : cpu_conv_solvers()) {
-    if (solver == &direct_conv_solver()) continue;  // the reference: far slower than the rest
+  for (const ConvSolver* solver : conv_solvers(fwd.device)) {
+    if (solver == &direct_conv_solver(fwd.device)) continue;  // the reference: slower than the rest
     for (Direction dir : kDirections) {
       if (!solver->applicable(fwd.with_dir(dir), nullptr)) continue;
       for (Layout layout : solver->layouts(fwd.with_dir(dir))) cells.push_back({{solver, layout}, dir, {}, 0, {}});
@@ -149,7 +166,7 @@ std::string cell_text(double ms) {
   return text;
 }
 
-void bench_layer(const ConvLayer& layer, int rounds, PytorchSide& pytorch) {
+void bench_layer(const ConvLayer& layer, int rounds, PytorchSide& pytorch, const Clock& clock) {
   const ConvProblem& fwd = layer.problem;
   Rng rng(7);
   const ConvArgs nchw = random_conv_args(fwd, rng);
@@ -157,20 +174,24 @@ void bench_layer(const ConvLayer& layer, int rounds, PytorchSide& pytorch) {
   std::vector<Cell> cells = cells_for(fwd);
   std::size_t most = 0;
   for (Cell& c : cells) {
-    if (!args.count(c.method.layout)) args.emplace(c.method.layout, conv_args_in_layout(nchw, c.method.layout));
-    choose_config(c, fwd, args.at(c.method.layout));
+    if (!args.count(c.method.layout))
+      args.emplace(c.method.layout, args_for(nchw, c.method.layout, fwd.device));
+    choose_config(c, fwd, args.at(c.method.layout), clock);
     most = std::max(most, c.workspace);
   }
-  Storage ws(most, Device::cpu);
+  Storage ws(most, fwd.device);
+  // A GPU kernel's first launch also loads it (CUDA's lazy loading): one untimed round first.
+  if (fwd.device == Device::cuda)
+    for (Cell& c : cells) call_seconds(c, fwd, args.at(c.method.layout), ws, clock);
   for (int round = 0; round < rounds; ++round)
-    for (Cell& c : cells) c.times.push_back(call_seconds(c, fwd, args.at(c.method.layout), ws));
+    for (Cell& c : cells) c.times.push_back(call_seconds(c, fwd, args.at(c.method.layout), ws, clock));
 
   std::vector<std::string> methods;
   for (const Cell& c : cells)
     if (std::find(methods.begin(), methods.end(), c.method.name()) == methods.end()) methods.push_back(c.method.name());
   const auto [torch_fwd, torch_bwd] = pytorch.fwd_bwd_ms(fwd);
-  std::printf("\n%s: %dx%dx%d, %dx%d stride %d, batch %d (ms per call)\n", layer.name.c_str(), fwd.ic, fwd.ih,
-              fwd.iw, fwd.kh, fwd.kw, fwd.sh, fwd.mb);
+  std::printf("\n%s: %dx%dx%d, %dx%d stride %d, batch %d (ms per call%s)\n", layer.name.c_str(), fwd.ic,
+              fwd.ih, fwd.iw, fwd.kh, fwd.kw, fwd.sh, fwd.mb, fwd.device == Device::cuda ? ", GPU" : "");
   std::printf("  %-26s %9s %9s\n", "method", "forward", "backward");
   std::string best_fwd, best_bwd;
   double best_fwd_ms = 0, best_bwd_ms = 0;
@@ -223,12 +244,41 @@ std::vector<std::string> depthwise_only_solvers() {
   return names;
 }
 
+// The PyTorch side of the layer table: PyTorch's CPU times, so off on the GPU.
+PytorchSide start_pytorch(const CommandLine& cli, bool quick, Device device) {
+  PytorchSide pytorch;
+  if (device == Device::cuda) {
+    pytorch.note = "off (--device cuda: conv_pytorch.py times PyTorch on the CPU)";
+  } else if (!quick && cli.get("pytorch") == "on") {
+    try {
+      pytorch.worker = std::make_unique<PytorchWorker>(cli.get("python"), cli.get("pytorch-script"),
+                                                       num_threads());
+      pytorch.note = pytorch.worker->description();
+    } catch (const Error& e) {
+      pytorch.note = "off: " + user_message(e);
+    }
+  }
+  return pytorch;
+}
+
+void print_header(Device device) {
+  std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  print_gpu_fingerprint(std::cout, device);
+  if (device == Device::cuda)
+    std::cout << "# device cuda: the GPU's solvers, arguments on the GPU, times in CUDA events on the "
+                 "compute stream\n";
+  std::cout << "# " << kSummary << "\n";
+}
+
 }  // namespace
 
 int bench_depthwise(int argc, const char* const* argv) {
   CommandLine cli("bench depthwise", kSummary);
-  cli.option("part", "both", "layers, model or both");
-  cli.option("batch", "16", "batch of the layer table and of the model step");
+  cli.option("part", "both", "layers, model or both (with --device cuda: layers only)");
+  cli.option("device", "cpu",
+             "cpu, or cuda: the layer table with the GPU's solvers (cuDNN, depthwise_direct, diagonal, ...) "
+             "on the first NVIDIA GPU, timed with CUDA events");
+  cli.option("batch", "", "batch of the layer table and of the model step; default 16, with --device cuda 64");
   cli.option("layers", "", "comma list of depthwise layers (default: dw1 ... dw13 of models/conv_layers.txt)");
   cli.option("rounds", "5", "interleaved rounds (layers: one call per method per round; model: steps per "
                             "variant per round)");
@@ -244,29 +294,27 @@ int bench_depthwise(int argc, const char* const* argv) {
   const std::string part = cli.get("part");
   TUNECNN_CHECK(part == "layers" || part == "model" || part == "both", "bench depthwise: --part must be layers, "
                 "model or both, got '", part, "'");
+  const Device device = parse_bench_device(cli.get("device"));
+  require_bench_device(device);
+  const Clock clock = bench_clock(device);
+  const bool gpu = device == Device::cuda;
+  TUNECNN_CHECK(!gpu || part != "model", "bench depthwise: the model part runs on the CPU only; with --device "
+                "cuda use --part layers");
   const bool quick = cli.has("quick");
   set_num_threads(cli.get_int("threads"));
-  const int batch = quick ? 2 : cli.get_int("batch");
+  const int batch = quick ? 2 : cli.has("batch") ? cli.get_int("batch") : gpu ? 64 : 16;
   const int rounds = quick ? 1 : cli.get_int("rounds");
   TUNECNN_CHECK(batch > 0 && rounds > 0, "bench depthwise: --batch and --rounds must be positive");
-  std::cout << "# " << cpu_fingerprint().summary() << "\n# " << kSummary << "\n";
+  print_header(device);
 
   if (part != "model") {
-    PytorchSide pytorch;
-    if (!quick && cli.get("pytorch") == "on") {
-      try {
-        pytorch.worker = std::make_unique<PytorchWorker>(cli.get("python"), cli.get("pytorch-script"),
-                                                         num_threads());
-        pytorch.note = pytorch.worker->description();
-      } catch (const Error& e) {
-        pytorch.note = "off: " + user_message(e);
-      }
-    }
+    PytorchSide pytorch = start_pytorch(cli, quick, device);
     std::cout << "# pytorch: " << pytorch.note << "\n";
-    for (const ConvLayer& layer : depthwise_layers(quick ? "dw13" : cli.get("layers"), batch))
-      bench_layer(layer, rounds, pytorch);
+    for (const ConvLayer& layer : depthwise_layers(quick ? "dw13" : cli.get("layers"), batch, device))
+      bench_layer(layer, rounds, pytorch, clock);
   }
-  if (part != "layers") {
+  if (gpu && part == "both") std::cout << "# model part: CPU only, not run with --device cuda\n";
+  if (part != "layers" && !gpu) {
     ModelSplitOptions o;
     o.model = quick ? "mobilenet-0.25-128" : cli.get("model");
     o.batch = batch;

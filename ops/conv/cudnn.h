@@ -20,4 +20,15 @@ class CudnnSolver final : public ConvSolver {
            Workspace workspace) const override;
 };
 
+template <class T>
+struct ConvBuffers;  // ops/conv/im2col_gemm.h: a call's operands as raw pointers
+
+// cuDNN on operands that live in a caller's own buffers (diagonal's W_hat in its workspace): the
+// same call as CudnnSolver::run with NCHW device pointers in place of tensors and the config's
+// algorithm (an empty config: cuDNN's heuristic choice). The workspace must hold at least what
+// CudnnSolver::workspace_bytes names for the problem and config; that size is all it checks.
+template <class T>
+void run_cudnn(const ConvProblem& problem, const TuneConfig& config, const ConvBuffers<T>& buffers,
+               Workspace workspace);
+
 }  // namespace tunecnn

@@ -11,7 +11,9 @@
 // own choice. Workspace: what cuDNN asks for the algorithm; the tuner's --max-workspace filters
 // configs by it. Some algorithms are not deterministic (cuDNN's determinism flag); the tuner
 // sees them like any other config.
-// Descriptors are built for each call (microseconds, next to a convolution).
+// Descriptors are built for each call (microseconds, next to a convolution). run_cudnn makes the
+// same call on raw device buffers, for solvers that rewrite their problem as a cuDNN convolution
+// on operands of their own (diagonal.cu).
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -22,6 +24,7 @@
 #include "core/cuda_runtime.h"
 #include "ops/conv/args.h"
 #include "ops/conv/cudnn.h"
+#include "ops/conv/im2col_gemm.h"
 #include "ops/cuda_libraries.h"
 
 namespace tunecnn {
@@ -186,28 +189,46 @@ int algo_of(const ConvProblem& p, const TuneConfig& config) {
   return algo >= 0 ? algo : checked_supported_algos(p).front();
 }
 
+// The device pointers of one call: a ConvArgs' tensors, or a caller's own buffers.
+struct Operands {
+  const void* src = nullptr;
+  const void* wei = nullptr;
+  const void* diff_dst = nullptr;
+  void* dst = nullptr;
+  void* diff_src = nullptr;
+  void* diff_wei = nullptr;
+};
+
+Operands operands_of(const ConvArgs& args) {
+  return {args.src.raw_data(), args.wei.raw_data(),      args.diff_dst.raw_data(),
+          args.dst.raw_data(), args.diff_src.raw_data(), args.diff_wei.raw_data()};
+}
+
 template <class T>
-void run_as(const ConvProblem& p, const Descriptors& d, int algo, const ConvArgs& args,
-            Workspace ws) {
+Operands operands_of(const ConvBuffers<T>& b) {
+  return {b.src, b.wei, b.diff_dst, b.dst, b.diff_src, b.diff_wei};
+}
+
+template <class T>
+void run_as(const ConvProblem& p, const Descriptors& d, int algo, const Operands& o, Workspace ws) {
   const T one = 1, zero = 0;
   switch (p.dir) {
     case Direction::fwd:
       TUNECNN_CUDNN_CHECK(cudnnConvolutionForward(
-          cudnn_handle(), &one, d.src, args.src.raw_data(), d.wei, args.wei.raw_data(), d.conv,
-          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws.data, ws.bytes, &zero, d.dst,
-          args.dst.raw_data()));
+          cudnn_handle(), &one, d.src, o.src, d.wei, o.wei, d.conv,
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws.data, ws.bytes, &zero, d.dst, o.dst));
       return;
     case Direction::bwd_data:
-      TUNECNN_CUDNN_CHECK(cudnnConvolutionBackwardData(
-          cudnn_handle(), &one, d.wei, args.wei.raw_data(), d.dst, args.diff_dst.raw_data(), d.conv,
-          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws.data, ws.bytes, &zero, d.src,
-          args.diff_src.raw_data()));
+      TUNECNN_CUDNN_CHECK(
+          cudnnConvolutionBackwardData(cudnn_handle(), &one, d.wei, o.wei, d.dst, o.diff_dst,
+                                       d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                       ws.data, ws.bytes, &zero, d.src, o.diff_src));
       return;
     case Direction::bwd_weights:
-      TUNECNN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-          cudnn_handle(), &one, d.src, args.src.raw_data(), d.dst, args.diff_dst.raw_data(), d.conv,
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws.data, ws.bytes, &zero, d.wei,
-          args.diff_wei.raw_data()));
+      TUNECNN_CUDNN_CHECK(
+          cudnnConvolutionBackwardFilter(cudnn_handle(), &one, d.src, o.src, d.dst, o.diff_dst,
+                                         d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+                                         ws.data, ws.bytes, &zero, d.wei, o.diff_wei));
       return;
   }
 }
@@ -256,8 +277,29 @@ void CudnnSolver::run(const ConvProblem& p, const TuneConfig& config, const Conv
   check_conv_args(p, args, Layout::NCHW);
   const int algo = algo_of(p, config);
   const Descriptors d(p);
-  if (p.dt == DType::f64) return run_as<double>(p, d, algo, args, ws);
-  run_as<float>(p, d, algo, args, ws);
+  if (p.dt == DType::f64) return run_as<double>(p, d, algo, operands_of(args), ws);
+  run_as<float>(p, d, algo, operands_of(args), ws);
 }
+
+template <class T>
+void run_cudnn(const ConvProblem& p, const TuneConfig& config, const ConvBuffers<T>& buffers,
+               Workspace ws) {
+  TUNECNN_CHECK(p.device == Device::cuda && p.dt == dtype_of<T>(), "run_cudnn: ", p.key(), " on ",
+                to_string(p.device), " is not a GPU problem of this dtype");
+  const int algo = algo_of(p, config);
+  const Descriptors d(p);
+  std::size_t need = 0;
+  const cudnnStatus_t status = query_workspace(p, d, algo, &need);
+  TUNECNN_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN ", to_string(p.dir), " algorithm ", algo,
+                " does not support ", p.key(), ": ", cudnnGetErrorString(status));
+  TUNECNN_CHECK(ws.bytes >= need, "cuDNN algorithm ", algo, " needs ", need,
+                " workspace bytes, got ", ws.bytes, " for ", p.key());
+  run_as<T>(p, d, algo, operands_of(buffers), ws);
+}
+
+template void run_cudnn<float>(const ConvProblem&, const TuneConfig&, const ConvBuffers<float>&,
+                               Workspace);
+template void run_cudnn<double>(const ConvProblem&, const TuneConfig&, const ConvBuffers<double>&,
+                                Workspace);
 
 }  // namespace tunecnn

@@ -1,9 +1,13 @@
 // The CUDA conv solvers, compiled only with the CUDA backend, in untuned preference order: cuDNN
 // first, whose first config is its own heuristic's choice for the problem; then the cuBLAS
-// lowerings im2col_gemm and mec; the direct reference last, the always-applicable fallback.
+// lowerings im2col_gemm and mec; the depthwise-only solvers depthwise_direct and diagonal (which
+// the tuner weighs against cuDNN's grouped convolution per layer, as Qin et al. advise); the
+// direct reference last, the always-applicable fallback.
 #include <array>
 
 #include "ops/conv/cudnn.h"
+#include "ops/conv/depthwise_direct.h"
+#include "ops/conv/diagonal.h"
 #include "ops/conv/direct.h"
 #include "ops/conv/im2col_gemm.h"
 #include "ops/conv/mec.h"
@@ -15,10 +19,12 @@ namespace {
 const CudnnSolver kCudnn;
 const Im2colGemmCudaSolver kIm2colGemmCuda;
 const MecCudaSolver kMecCuda;
+const DepthwiseDirectCudaSolver kDepthwiseDirectCuda;
+const DiagonalCudaSolver kDiagonalCuda;
 const DirectCudaSolver kDirectCuda;
 
-const std::array<const ConvSolver*, 4> kCudaSolvers = {&kCudnn, &kIm2colGemmCuda, &kMecCuda,
-                                                       &kDirectCuda};
+const std::array<const ConvSolver*, 6> kCudaSolvers = {
+    &kCudnn, &kIm2colGemmCuda, &kMecCuda, &kDepthwiseDirectCuda, &kDiagonalCuda, &kDirectCuda};
 
 }  // namespace
 
