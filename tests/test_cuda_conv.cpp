@@ -1,5 +1,6 @@
-// The CUDA conv solvers: every one x every config x every direction x every shape (the edge
-// cases in f32 and f64, the scaled-down model layers in f32) against the CPU direct reference;
+// The CUDA conv solvers: every one x every layout x every config x every direction x every shape
+// (the edge cases in f32 and f64, the scaled-down model layers in f32) against the CPU direct
+// reference;
 // the GPU direct against the CPU direct bit for bit (f32) or to rounding (f64); conv2d with bias
 // on the GPU against the CPU; the workspace contract; every config on a NaN-filled workspace, run
 // twice for the same bits; cuDNN's configs each once. Those need a GPU and skip without one.
@@ -14,6 +15,7 @@
 #include "core/variable.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
+#include "ops/layout/reference.h"
 #include "tests/support/conv_testing.h"
 
 namespace tunecnn {
@@ -34,26 +36,34 @@ struct CudaCase {
   ConvShape shape;
   Direction dir;
   DType dt;
+  Layout layout = Layout::NCHW;  // of the activations, one of the solver's layouts
   ConvProblem problem() const { return on_device(shape.with(dir, dt), Device::cuda); }
 };
 
 void PrintTo(const CudaCase& c, std::ostream* os) {
-  *os << c.solver->name() << " " << c.problem().key();
+  *os << c.solver->name() << " " << c.problem().key() << " in " << to_string(c.layout);
 }
 
+// NCHW cases keep their names from before solvers had other layouts on the GPU.
 std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
   const CudaCase& c = info.param;
   return std::string(c.solver->name()) + "_" + std::string(to_string(c.dir)) + "_" + c.shape.name +
-         "_" + std::string(to_string(c.dt));
+         "_" + std::string(to_string(c.dt)) +
+         (c.layout == Layout::NCHW ? "" : "_" + std::string(to_string(c.layout)));
 }
 
 // applicable() needs no GPU (cudnn asks cuDNN only where one is present), so the cases are
-// listed on any machine.
+// listed on any machine: one per direction and layout the solver runs.
 void add_if_applicable(std::vector<CudaCase>& cases, const ConvSolver* solver,
                        const ConvShape& shape, DType dt) {
   for (Direction dir : kAllDirections) {
     const CudaCase c{solver, shape, dir, dt};
-    if (solver->applicable(c.problem(), nullptr)) cases.push_back(c);
+    if (!solver->applicable(c.problem(), nullptr)) continue;
+    for (Layout layout : solver->layouts(c.problem())) {
+      CudaCase in_layout = c;
+      in_layout.layout = layout;
+      cases.push_back(in_layout);
+    }
   }
 }
 
@@ -96,14 +106,21 @@ Tensor cpu_reference(const ConvProblem& gpu_problem, const ConvArgs& cpu_args) {
   return out;
 }
 
-// Runs one config on the GPU args, after refilling the output with NaN so an element the config
-// forgets shows up even when an earlier config wrote it; returns the output on the CPU.
+// Runs one config on the GPU args (stored in `layout`), after refilling the output with NaN so
+// an element the config forgets shows up even when an earlier config wrote it; returns the
+// output on the CPU, in the layout it was written in.
 Tensor run_on_gpu(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p,
-                  const ConvArgs& gpu_args) {
+                  const ConvArgs& gpu_args, Layout layout = Layout::NCHW) {
   Tensor out = conv_output(gpu_args, p.dir);
   out.fill(std::numeric_limits<double>::quiet_NaN());
-  run_conv({&solver, config}, p, gpu_args);
+  run_conv({&solver, config, layout}, p, gpu_args);
   return out.to(Device::cpu);
+}
+
+// NCHW CPU arguments as a solver running in `layout` takes them on the GPU (weights keep their
+// one layout).
+ConvArgs gpu_args_in(const ConvArgs& cpu_args, Layout layout) {
+  return conv_args_on(conv_args_in_layout(cpu_args, layout), Device::cuda);
 }
 
 std::string describe(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p) {
@@ -113,29 +130,34 @@ std::string describe(const ConvSolver& solver, const TuneConfig& config, const C
 
 class CudaConvSolverTest : public ::testing::TestWithParam<CudaCase> {};
 
-// A problem's random arguments on the GPU, the CPU reference's result for them, and how close a
-// GPU result must come (relative, by the dtype).
+// A problem's random arguments on the GPU in `layout`, the CPU reference's result for them in
+// the memory order the GPU writes it (diff_wei is [oc, ic/g, kh, kw] in every layout), and how
+// close a GPU result must come (relative, by the dtype).
 struct ReferenceCheck {
   ConvArgs gpu_args;
   Tensor want;
   double tol = 0;
 };
 
-ReferenceCheck reference_check(const ConvProblem& p, std::uint64_t seed) {
+ReferenceCheck reference_check(const ConvProblem& p, std::uint64_t seed, Layout layout) {
   const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), seed);
-  return {conv_args_on(cpu_args, Device::cuda), cpu_reference(p, cpu_args), p.dt == DType::f64 ? 1e-12 : 1e-4};
+  ConvArgs gpu_args = gpu_args_in(cpu_args, layout);
+  Tensor want = convert_layout_reference(cpu_reference(p, cpu_args),
+                                         conv_output(gpu_args, p.dir).layout());
+  return {std::move(gpu_args), std::move(want), p.dt == DType::f64 ? 1e-12 : 1e-4};
 }
 
 TEST_P(CudaConvSolverTest, MatchesCpuReferenceInEveryConfig) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ReferenceCheck check = reference_check(p, 42);
+  const ReferenceCheck check = reference_check(p, 42, c.layout);
   const std::vector<TuneConfig> configs = c.solver->configs(p);
   ASSERT_FALSE(configs.empty()) << c.solver->name() << " has no config for " << p.key();
   for (const TuneConfig& config : configs)
-    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, check.gpu_args), check.want, check.tol))
-        << describe(*c.solver, config, p);
+    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, check.gpu_args, c.layout),
+                               check.want, check.tol))
+        << describe(*c.solver, config, p) << " in " << to_string(c.layout);
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvSolverTest, ::testing::ValuesIn(all_cases()),
@@ -203,13 +225,13 @@ TEST_P(CudaConvWorkspaceTest, RunConvAllocatesWorkspaceBytesOnTheGpu) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ConvArgs args = conv_args_on(make_conv_args(on_device(p, Device::cpu), 3), Device::cuda);
+  const ConvArgs args = gpu_args_in(make_conv_args(on_device(p, Device::cpu), 3), c.layout);
   Allocator& alloc = allocator_for(Device::cuda);
   for (const TuneConfig& config : c.solver->configs(p)) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
     alloc.reset_peak();
     const std::size_t before = alloc.stats().current_bytes;
-    run_conv({c.solver, config}, p, args);
+    run_conv({c.solver, config, c.layout}, p, args);
     cuda_synchronize();
     EXPECT_EQ(alloc.stats().peak_bytes - before, Allocator::block_size(bytes))
         << describe(*c.solver, config, p);
@@ -238,7 +260,7 @@ TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ReferenceCheck check = reference_check(p, 5);
+  const ReferenceCheck check = reference_check(p, 5, c.layout);
   const ConvArgs& gpu_args = check.gpu_args;
   for (const TuneConfig& config : c.solver->configs(p)) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
