@@ -243,7 +243,8 @@ TEST(BenchConvOnGpu, OneLayerGivesARowPerSolverAndTheMecComparison) {
   const auto solvers = solvers_by_direction(csv);
   ASSERT_EQ(solvers.size(), 3u) << out;
   for (const auto& [dir_name, names] : solvers)
-    EXPECT_EQ(names, (std::set<std::string>{"cudnn", "im2col_gemm", "mec", "direct"}))
+    EXPECT_EQ(names,
+              (std::set<std::string>{"cudnn", "im2col_gemm", "mec", "direct_chwn", "direct"}))
         << "bench conv --device cuda, direction " << dir_name << ":\n"
         << out;
   EXPECT_TRUE(contains(out, "device cuda")) << out;
@@ -265,10 +266,11 @@ TEST(AutotuneOnGpu, ProfileLenetWritesTheGpuSection) {
   ASSERT_EQ(cache.devices().count(gpu.id), 1u) << "no section " << gpu.id << " in " << file;
   const DeviceRecord& section = cache.devices().at(gpu.id);
   EXPECT_FALSE(section.entries.empty());
+  // direct_chwn is the GPU's one CHWN solver; every other candidate there runs NCHW.
   for (const auto& [key, entry] : section.entries)
     for (const CandidateResult& c : entry.candidates)
-      EXPECT_EQ(c.layout, Layout::NCHW) << key << ": " << c.solver << " " << c.config.str()
-                                        << " is not NCHW on the GPU";
+      EXPECT_EQ(c.layout, c.solver == "direct_chwn" ? Layout::CHWN : Layout::NCHW)
+          << key << ": " << c.solver << " " << c.config.str() << " in " << to_string(c.layout);
   // Every timed conv candidate is a GPU solver: the model was stamped on the GPU.
   for (const auto& [key, entry] : section.entries) {
     if (key.rfind("conv ", 0) != 0) continue;

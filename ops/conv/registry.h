@@ -22,7 +22,7 @@ const ConvSolver* find_conv_solver(std::string_view name, Device device = Device
 std::string conv_solver_names(Device device = Device::cpu);
 
 #ifdef TUNECNN_HAVE_CUDA
-// registry_cuda.cpp, compiled only with CUDA: cudnn, im2col_gemm, mec, direct.
+// registry_cuda.cpp, compiled only with CUDA: cudnn, im2col_gemm, mec, direct_chwn, direct.
 std::span<const ConvSolver* const> cuda_conv_solvers();
 #endif
 

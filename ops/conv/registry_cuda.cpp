@@ -1,10 +1,12 @@
 // The CUDA conv solvers, compiled only with the CUDA backend, in untuned preference order: cuDNN
 // first, whose first config is its own heuristic's choice for the problem; then the cuBLAS
-// lowerings im2col_gemm and mec; the direct reference last, the always-applicable fallback.
+// lowerings im2col_gemm and mec; direct_chwn, the only CHWN one (the untuned NCHW planner never
+// picks it); the direct reference last, the always-applicable fallback.
 #include <array>
 
 #include "ops/conv/cudnn.h"
 #include "ops/conv/direct.h"
+#include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
 #include "ops/conv/mec.h"
 #include "ops/conv/registry.h"
@@ -15,10 +17,11 @@ namespace {
 const CudnnSolver kCudnn;
 const Im2colGemmCudaSolver kIm2colGemmCuda;
 const MecCudaSolver kMecCuda;
+const DirectChwnCudaSolver kDirectChwnCuda;
 const DirectCudaSolver kDirectCuda;
 
-const std::array<const ConvSolver*, 4> kCudaSolvers = {&kCudnn, &kIm2colGemmCuda, &kMecCuda,
-                                                       &kDirectCuda};
+const std::array<const ConvSolver*, 5> kCudaSolvers = {&kCudnn, &kIm2colGemmCuda, &kMecCuda,
+                                                       &kDirectChwnCuda, &kDirectCuda};
 
 }  // namespace
 
