@@ -1,7 +1,7 @@
-// The CUDA conv solvers: every one x every config x every direction x every shape (the edge
-// cases and MobileNet-like depthwise layers in f32 and f64, the scaled-down model layers in f32)
-// against the CPU direct reference, in NCHW and in every other layout a solver lists (run twice
-// there for the same bits);
+// The CUDA conv solvers: every one x every layout x every config x every direction x every shape
+// (the edge cases and MobileNet-like depthwise layers in f32 and f64, the scaled-down model
+// layers in f32) against the CPU direct reference; direct_chwn also on batches and channel counts
+// around its register blocks, every config twice for the same bits;
 // the GPU direct against the CPU direct bit for bit (f32) or to rounding (f64); conv2d with bias
 // on the GPU against the CPU; the workspace contract; every config on a NaN-filled workspace, run
 // twice for the same bits; cuDNN's configs each once. Those need a GPU and skip without one.
@@ -11,6 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/cuda_runtime.h"
@@ -38,14 +42,15 @@ struct CudaCase {
   ConvShape shape;
   Direction dir;
   DType dt;
-  Layout layout = Layout::NCHW;  // of the activations
+  Layout layout = Layout::NCHW;  // of the activations, one of the solver's layouts
   ConvProblem problem() const { return on_device(shape.with(dir, dt), Device::cuda); }
 };
 
 void PrintTo(const CudaCase& c, std::ostream* os) {
-  *os << c.solver->name() << " " << c.problem().key() << " " << to_string(c.layout);
+  *os << c.solver->name() << " " << c.problem().key() << " in " << to_string(c.layout);
 }
 
+// NCHW cases keep their names from before solvers had other layouts on the GPU.
 std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
   const CudaCase& c = info.param;
   const std::string layout = c.layout == Layout::NCHW ? "" : "_" + std::string(to_string(c.layout));
@@ -76,12 +81,17 @@ const std::vector<ConvShape>& mobilenet_depthwise_shapes() {
 }
 
 // applicable() needs no GPU (cudnn asks cuDNN only where one is present), so the cases are
-// listed on any machine.
+// listed on any machine: one per direction and layout the solver runs.
 void add_if_applicable(std::vector<CudaCase>& cases, const ConvSolver* solver,
                        const ConvShape& shape, DType dt) {
   for (Direction dir : kAllDirections) {
     const CudaCase c{solver, shape, dir, dt};
-    if (solver->applicable(c.problem(), nullptr)) cases.push_back(c);
+    if (!solver->applicable(c.problem(), nullptr)) continue;
+    for (Layout layout : solver->layouts(c.problem())) {
+      CudaCase in_layout = c;
+      in_layout.layout = layout;
+      cases.push_back(in_layout);
+    }
   }
 }
 
@@ -109,18 +119,6 @@ std::vector<CudaCase> all_cases() {
   return cases;
 }
 
-// all_cases() again in each layout other than NCHW that a solver lists for the problem.
-std::vector<CudaCase> other_layout_cases() {
-  std::vector<CudaCase> cases;
-  for (CudaCase c : all_cases())
-    for (Layout layout : c.solver->layouts(c.problem()))
-      if (layout != Layout::NCHW) {
-        c.layout = layout;
-        cases.push_back(c);
-      }
-  return cases;
-}
-
 Tensor& output_of(ConvArgs& args, Direction dir) {
   if (dir == Direction::fwd) return args.dst;
   return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;
@@ -137,15 +135,21 @@ Tensor cpu_reference(const ConvProblem& gpu_problem, const ConvArgs& cpu_args) {
   return out;
 }
 
-// Runs one config on the GPU args (in `layout`), after refilling the output with NaN so an
-// element the config forgets shows up even when an earlier config wrote it; returns the output on
-// the CPU in NCHW.
+// Runs one config on the GPU args (stored in `layout`), after refilling the output with NaN so
+// an element the config forgets shows up even when an earlier config wrote it; returns the
+// output on the CPU, in the layout it was written in.
 Tensor run_on_gpu(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p,
                   const ConvArgs& gpu_args, Layout layout = Layout::NCHW) {
   Tensor out = conv_output(gpu_args, p.dir);
   out.fill(std::numeric_limits<double>::quiet_NaN());
   run_conv({&solver, config, layout}, p, gpu_args);
-  return convert_layout_reference(out.to(Device::cpu), Layout::NCHW);
+  return out.to(Device::cpu);
+}
+
+// NCHW CPU arguments as a solver running in `layout` takes them on the GPU (weights keep their
+// one layout).
+ConvArgs gpu_args_in(const ConvArgs& cpu_args, Layout layout) {
+  return conv_args_on(conv_args_in_layout(cpu_args, layout), Device::cuda);
 }
 
 std::string describe(const ConvSolver& solver, const TuneConfig& config, const ConvProblem& p) {
@@ -155,29 +159,34 @@ std::string describe(const ConvSolver& solver, const TuneConfig& config, const C
 
 class CudaConvSolverTest : public ::testing::TestWithParam<CudaCase> {};
 
-// A problem's random arguments on the GPU, the CPU reference's result for them, and how close a
-// GPU result must come (relative, by the dtype).
+// A problem's random arguments on the GPU in `layout`, the CPU reference's result for them in
+// the memory order the GPU writes it (diff_wei is [oc, ic/g, kh, kw] in every layout), and how
+// close a GPU result must come (relative, by the dtype).
 struct ReferenceCheck {
   ConvArgs gpu_args;
   Tensor want;
   double tol = 0;
 };
 
-ReferenceCheck reference_check(const ConvProblem& p, std::uint64_t seed) {
+ReferenceCheck reference_check(const ConvProblem& p, std::uint64_t seed, Layout layout) {
   const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), seed);
-  return {conv_args_on(cpu_args, Device::cuda), cpu_reference(p, cpu_args), p.dt == DType::f64 ? 1e-12 : 1e-4};
+  ConvArgs gpu_args = gpu_args_in(cpu_args, layout);
+  Tensor want = convert_layout_reference(cpu_reference(p, cpu_args),
+                                         conv_output(gpu_args, p.dir).layout());
+  return {std::move(gpu_args), std::move(want), p.dt == DType::f64 ? 1e-12 : 1e-4};
 }
 
 TEST_P(CudaConvSolverTest, MatchesCpuReferenceInEveryConfig) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ReferenceCheck check = reference_check(p, 42);
+  const ReferenceCheck check = reference_check(p, 42, c.layout);
   const std::vector<TuneConfig> configs = c.solver->configs(p);
   ASSERT_FALSE(configs.empty()) << c.solver->name() << " has no config for " << p.key();
   for (const TuneConfig& config : configs)
-    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, check.gpu_args), check.want, check.tol))
-        << describe(*c.solver, config, p);
+    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, check.gpu_args, c.layout),
+                               check.want, check.tol))
+        << describe(*c.solver, config, p) << " in " << to_string(c.layout);
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvSolverTest, ::testing::ValuesIn(all_cases()),
@@ -189,34 +198,6 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvSolverTest);
 bool repeats_bit_for_bit(const ConvSolver& solver) {
   return solver.name() != "cudnn" && solver.name() != "diagonal";
 }
-
-// The same in the case's layout (depthwise_direct's NHWC): the arguments converted on the CPU by
-// the reference transform and copied over, the output converted back; each config runs twice for
-// the same bits.
-class CudaConvLayoutTest : public ::testing::TestWithParam<CudaCase> {};
-
-TEST_P(CudaConvLayoutTest, MatchesCpuReferenceInEveryConfigAndRepeats) {
-  SKIP_WITHOUT_GPU();
-  const CudaCase& c = GetParam();
-  const ConvProblem p = c.problem();
-  const ConvArgs cpu_args = make_conv_args(on_device(p, Device::cpu), 42);
-  const Tensor want = cpu_reference(p, cpu_args);
-  const ConvArgs gpu_args = conv_args_on(conv_args_in_layout(cpu_args, c.layout), Device::cuda);
-  const double tol = p.dt == DType::f64 ? 1e-12 : 1e-4;
-  for (const TuneConfig& config : c.solver->configs(p)) {
-    const Tensor got = run_on_gpu(*c.solver, config, p, gpu_args, c.layout);
-    EXPECT_TRUE(close_relative(got, want, tol))
-        << describe(*c.solver, config, p) << " in " << to_string(c.layout);
-    if (repeats_bit_for_bit(*c.solver)) {
-      EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, gpu_args, c.layout), got, 0.0))
-          << "not repeatable: " << describe(*c.solver, config, p) << " in " << to_string(c.layout);
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(CudaSolvers, CudaConvLayoutTest, ::testing::ValuesIn(other_layout_cases()),
-                         case_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaConvLayoutTest);
 
 // Same sums in the same order in double: f32 results are identical (a product of two floats is
 // exact in double, fused or not), f64 ones differ only where the compilers fuse differently.
@@ -282,13 +263,13 @@ TEST_P(CudaConvWorkspaceTest, RunConvAllocatesWorkspaceBytesOnTheGpu) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ConvArgs args = conv_args_on(make_conv_args(on_device(p, Device::cpu), 3), Device::cuda);
+  const ConvArgs args = gpu_args_in(make_conv_args(on_device(p, Device::cpu), 3), c.layout);
   Allocator& alloc = allocator_for(Device::cuda);
   for (const TuneConfig& config : c.solver->configs(p)) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
     alloc.reset_peak();
     const std::size_t before = alloc.stats().current_bytes;
-    run_conv({c.solver, config}, p, args);
+    run_conv({c.solver, config, c.layout}, p, args);
     cuda_synchronize();
     EXPECT_EQ(alloc.stats().peak_bytes - before, Allocator::block_size(bytes))
         << describe(*c.solver, config, p);
@@ -320,7 +301,7 @@ TEST_P(CudaConvPoisonedWorkspaceTest, NanWorkspaceChangesNothingAndRunsRepeat) {
   SKIP_WITHOUT_GPU();
   const CudaCase& c = GetParam();
   const ConvProblem p = c.problem();
-  const ReferenceCheck check = reference_check(p, 5);
+  const ReferenceCheck check = reference_check(p, 5, c.layout);
   const ConvArgs& gpu_args = check.gpu_args;
   for (const TuneConfig& config : c.solver->configs(p)) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
@@ -392,6 +373,71 @@ TEST(CudaCudnn, ApplicableExactlyWhenAnAlgorithmIsSupported) {
       }
 }
 
+// --- direct_chwn on the GPU: the batch across a warp's lanes, B images x F channels a thread. ---
+
+// Batches around a warp (32 images) and its register blocks (32 B = 32, 64, 128 images), channel
+// counts that are no multiple of F (1, 2, 4, 8), more reduction channels than one shared-memory
+// weight tile holds at the larger F and in f64 (c70 in fwd, k70 in bwd_data, and 11x11 in f64), a
+// kernel of 121 taps, and the geometry: padding, stride 2, 5x5, 1x3, 5x3, a 1x1 stride 2 whose
+// skipped input pixels get zero gradients.
+const std::vector<ConvShape>& chwn_batch_shapes() {
+  const auto shape = [](const char* name, int mb, int ic, int ih, int iw, int oc, int kh, int kw,
+                        int sh, int sw, int ph, int pw) {
+    return ConvShape{name,
+                     ConvProblem{Direction::fwd, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, 1}};
+  };
+  // clang-format off
+  static const std::vector<ConvShape> shapes = {
+      //     name              mb  ic  ih  iw  oc  kh  kw sh sw ph pw
+      shape("n1_p1",            1,  3,  6,  5,  5,  3,  3, 1, 1, 1, 1),
+      shape("n31_p1",          31,  3,  5,  6,  5,  3,  3, 1, 1, 1, 1),
+      shape("n33_s2_p1",       33,  5,  7,  6,  3,  3,  3, 2, 2, 1, 1),
+      shape("n64_k5_p2",       64,  3,  6,  7,  9,  5,  5, 1, 1, 2, 2),
+      shape("n65_k1_s2",       65,  6,  7,  7,  5,  1,  1, 2, 2, 0, 0),
+      shape("n97_c9_k17",      97,  9,  4,  5, 17,  3,  3, 1, 1, 1, 1),
+      shape("n130_k1x3_s1x2", 130,  5,  5,  8,  7,  1,  3, 1, 2, 0, 1),
+      shape("n200_k5x3_s2x1", 200,  2,  9,  7,  3,  5,  3, 2, 1, 2, 1),
+      shape("n40_k11_s4",      40,  3, 23, 23,  6, 11, 11, 4, 4, 0, 0),
+      shape("n33_c70_k5_p2",   33, 70,  6,  6,  5,  5,  5, 1, 1, 2, 2),
+      shape("n31_k70_p1",      31,  4,  5,  5, 70,  3,  3, 1, 1, 1, 1),
+  };
+  // clang-format on
+  return shapes;
+}
+
+// direct_chwn (GPU) on those shapes, every direction, f32 and f64; none in a build without CUDA.
+std::vector<CudaCase> chwn_cases() {
+  std::vector<CudaCase> cases;
+  const ConvSolver* chwn = find_conv_solver("direct_chwn", Device::cuda);
+  if (chwn == nullptr) return cases;
+  for (const ConvShape& shape : chwn_batch_shapes())
+    for (DType dt : {DType::f32, DType::f64}) add_if_applicable(cases, chwn, shape, dt);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(DirectChwnBatches, CudaConvSolverTest, ::testing::ValuesIn(chwn_cases()),
+                         case_name);
+
+class CudaDirectChwnTest : public ::testing::TestWithParam<CudaCase> {};
+
+// Fixed sums with no atomics (bwd_weights reduces by a shuffle tree, then the warps and the pixel
+// slices in order): a config gives the same bits on every run.
+TEST_P(CudaDirectChwnTest, EveryConfigGivesTheSameBitsTwice) {
+  SKIP_WITHOUT_GPU();
+  const CudaCase& c = GetParam();
+  const ConvProblem p = c.problem();
+  const ConvArgs gpu_args = gpu_args_in(make_conv_args(on_device(p, Device::cpu), 9), c.layout);
+  for (const TuneConfig& config : c.solver->configs(p)) {
+    const Tensor first = run_on_gpu(*c.solver, config, p, gpu_args, c.layout);
+    EXPECT_TRUE(close_relative(run_on_gpu(*c.solver, config, p, gpu_args, c.layout), first, 0.0))
+        << "not repeatable: " << describe(*c.solver, config, p);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DirectChwnBatches, CudaDirectChwnTest, ::testing::ValuesIn(chwn_cases()),
+                         case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaDirectChwnTest);
+
 // --- Everywhere: the registry, without touching a GPU. ---
 
 TEST(CudaConvRegistry, CudaListIsEmptyExactlyWithoutCuda) {
@@ -408,11 +454,12 @@ TEST(CudaConvRegistry, ListsCudnnFirstAndDirectLast) {
   std::vector<std::string> names;
   for (const ConvSolver* solver : conv_solvers(Device::cuda)) names.emplace_back(solver->name());
   EXPECT_EQ(names, (std::vector<std::string>{"cudnn", "im2col_gemm", "mec", "depthwise_direct",
-                                             "diagonal", "direct"}));
+                                             "diagonal", "direct_chwn", "direct"}));
   ASSERT_NE(find_conv_solver("cudnn", Device::cuda), nullptr);
   EXPECT_EQ(&direct_conv_solver(Device::cuda), find_conv_solver("direct", Device::cuda));
   EXPECT_NE(&direct_conv_solver(Device::cuda), &direct_conv_solver());
   EXPECT_NE(find_conv_solver("mec", Device::cuda), find_conv_solver("mec"));
+  EXPECT_NE(find_conv_solver("direct_chwn", Device::cuda), find_conv_solver("direct_chwn"));
 }
 
 // Each solver on the first edge case it runs on the GPU (batch1; depthwise for the depthwise-only
@@ -469,6 +516,93 @@ TEST(CudaConvRegistry, RunConvRefusesASolverOfTheOtherDevice) {
   EXPECT_THROW(run_conv({find_conv_solver("im2col_gemm", Device::cuda), {}}, p, args), Error);
   const ConvProblem gpu = on_device(p, Device::cuda);
   EXPECT_THROW(run_conv({find_conv_solver("im2col_gemm"), {}}, gpu, args), Error);
+}
+
+// direct_chwn's configs (no GPU needed): B only where the batch fills more than half of the
+// smaller block, F likewise by the channels the direction writes and only while one channel's
+// weights fit in 48 KiB of shared memory, S (bwd_weights) at most the output pixels; the
+// default first (the most images, up to 4 channels, one slice: no workspace).
+std::set<int> config_values(const std::vector<TuneConfig>& configs, std::string_view key) {
+  std::set<int> values;
+  for (const TuneConfig& c : configs) values.insert(c.get(key, -1));
+  return values;
+}
+
+TEST(CudaDirectChwnConfigs, OfferOnlyBlocksTheProblemFills) {
+  const ConvSolver* chwn = find_conv_solver("direct_chwn", Device::cuda);
+  if (chwn == nullptr) GTEST_SKIP() << "this build has no CUDA backend";
+  ConvProblem p{Direction::fwd, 1, 3, 8, 8, 3, 3, 3, 1, 1, 1, 1, 1};
+  p.device = Device::cuda;
+  const auto configs_for = [&](Direction dir, int mb, int ic, int oc) {
+    ConvProblem q = p.with_dir(dir);
+    q.mb = mb, q.ic = ic, q.oc = oc;
+    return chwn->configs(q);
+  };
+  using Set = std::set<int>;
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 1, 3, 3), "B"), Set({1}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 33, 3, 3), "B"), Set({1, 2}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 64, 3, 3), "B"), Set({1, 2}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 65, 3, 3), "B"), Set({1, 2, 4}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 8, 3, 1), "F"), Set({1}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 8, 1, 3), "F"), Set({1, 2, 4}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 8, 1, 5), "F"), Set({1, 2, 4, 8}));
+  EXPECT_EQ(config_values(configs_for(Direction::bwd_data, 8, 1, 5), "F"), Set({1}));
+  EXPECT_EQ(config_values(configs_for(Direction::bwd_weights, 8, 1, 5), "F"), Set({1, 2, 4, 8}));
+  EXPECT_EQ(config_values(configs_for(Direction::fwd, 8, 3, 3), "S"), Set({-1}));
+  EXPECT_EQ(config_values(configs_for(Direction::bwd_weights, 8, 3, 3), "S"), Set({1, 4, 16}));
+
+  const std::vector<TuneConfig> all = configs_for(Direction::bwd_weights, 130, 3, 5);
+  EXPECT_EQ(all.size(), 3u * 4u * 3u);
+  EXPECT_EQ(all.front().str(), "B=4,F=4,S=1");
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(all[i], all[j]) << all[i].str() << " twice";
+
+  ConvProblem one_pixel = p.with_dir(Direction::bwd_weights);
+  one_pixel.ih = one_pixel.iw = 3, one_pixel.ph = one_pixel.pw = 0;
+  EXPECT_EQ(config_values(chwn->configs(one_pixel), "S"), Set({1}));
+}
+
+TEST(CudaDirectChwnConfigs, WorkspaceHoldsOnePartialGradientPerSlice) {
+  const ConvSolver* chwn = find_conv_solver("direct_chwn", Device::cuda);
+  if (chwn == nullptr) GTEST_SKIP() << "this build has no CUDA backend";
+  ConvProblem p{Direction::bwd_weights, 16, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1};
+  p.device = Device::cuda;
+  EXPECT_EQ(chwn->workspace_bytes(p, chwn->configs(p).front()), 0u);
+  EXPECT_EQ(chwn->workspace_bytes(p, TuneConfig{{{"B", 1}, {"F", 4}, {"S", 4}}}),
+            align_workspace(4 * 5 * 3 * 3 * 3 * sizeof(float)));
+  p.dt = DType::f64;
+  EXPECT_EQ(chwn->workspace_bytes(p, TuneConfig{{{"B", 1}, {"F", 4}, {"S", 16}}}),
+            align_workspace(16 * 5 * 3 * 3 * 3 * sizeof(double)));
+  EXPECT_EQ(chwn->workspace_bytes(p.with_dir(Direction::fwd), TuneConfig{{{"B", 1}, {"F", 4}}}),
+            0u);
+  EXPECT_THROW((void)chwn->workspace_bytes(p, TuneConfig{{{"B", 3}, {"F", 4}, {"S", 1}}}), Error);
+}
+
+TEST(CudaDirectChwnConfigs, RejectsGroupsAndOversizedKernelsWithAReason) {
+  const ConvSolver* chwn = find_conv_solver("direct_chwn", Device::cuda);
+  if (chwn == nullptr) GTEST_SKIP() << "this build has no CUDA backend";
+  ConvProblem p{Direction::fwd, 4, 4, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1};
+  p.device = Device::cuda;
+  EXPECT_EQ(chwn->layouts(p), std::vector<Layout>{Layout::CHWN});
+  std::string why;
+  for (Direction dir : kAllDirections) EXPECT_TRUE(chwn->applicable(p.with_dir(dir), &why)) << why;
+  ConvProblem grouped = p;
+  grouped.g = 2;
+  for (Direction dir : kAllDirections) {
+    EXPECT_FALSE(chwn->applicable(grouped.with_dir(dir), &why));
+    EXPECT_NE(why.find("groups"), std::string::npos) << why;
+  }
+  // 80x80 f64 weights are 51200 bytes a channel: no tile for fwd and bwd_data, and bwd_weights
+  // stages none. 40x40 f32 ones fit up to F = 4 (F = 8 would take 51200 bytes).
+  ConvProblem big = p;
+  big.ih = big.iw = 80, big.kh = big.kw = 80, big.ph = big.pw = 0, big.dt = DType::f64;
+  EXPECT_FALSE(chwn->applicable(big, &why));
+  EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+  EXPECT_FALSE(chwn->applicable(big.with_dir(Direction::bwd_data), nullptr));
+  EXPECT_TRUE(chwn->applicable(big.with_dir(Direction::bwd_weights), nullptr));
+  ConvProblem wide = big;
+  wide.ih = wide.iw = 40, wide.kh = wide.kw = 40, wide.dt = DType::f32, wide.oc = 8;
+  EXPECT_EQ(config_values(chwn->configs(wide), "F"), (std::set<int>{1, 2, 4}));
 }
 
 }  // namespace

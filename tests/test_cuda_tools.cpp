@@ -223,6 +223,7 @@ TEST(CalibrationDevice, GpuLayersFollowTheThresholdsOnlyWithAGpuChwnSolver) {
   t.nt = 128;
   EXPECT_EQ(threshold_layout(p, t), Layout::CHWN);
   p.device = Device::cuda;
+  EXPECT_EQ(gpu_has_chwn_conv(), cuda_built());  // direct_chwn.cu
   EXPECT_EQ(threshold_layout(p, t), gpu_has_chwn_conv() ? Layout::CHWN : Layout::NCHW);
   p.ic = 32;  // C >= Ct and N < Nt: NCHW on either device
   EXPECT_EQ(threshold_layout(p, t), Layout::NCHW);
@@ -274,7 +275,8 @@ TEST(BenchConvOnGpu, OneLayerGivesARowPerSolverAndTheMecComparison) {
   const auto solvers = solvers_by_direction(csv);
   ASSERT_EQ(solvers.size(), 3u) << out;
   for (const auto& [dir_name, names] : solvers)
-    EXPECT_EQ(names, (std::set<std::string>{"cudnn", "im2col_gemm", "mec", "direct"}))
+    EXPECT_EQ(names,
+              (std::set<std::string>{"cudnn", "im2col_gemm", "mec", "direct_chwn", "direct"}))
         << "bench conv --device cuda, direction " << dir_name << ":\n"
         << out;
   EXPECT_TRUE(contains(out, "device cuda")) << out;
@@ -312,13 +314,17 @@ TEST(AutotuneOnGpu, ProfileLenetWritesTheGpuSection) {
   ASSERT_EQ(cache.devices().count(gpu.id), 1u) << "no section " << gpu.id << " in " << file;
   const DeviceRecord& section = cache.devices().at(gpu.id);
   EXPECT_FALSE(section.entries.empty());
-  // Conv runs NCHW on the GPU; pooling NCHW and CHWN (pool_tiled).
+  // Pooling runs NCHW and CHWN on the GPU (pool_tiled); of LeNet's conv candidates direct_chwn
+  // is the one in CHWN, every other NCHW (LeNet has no depthwise layer for depthwise_direct's NHWC).
   for (const auto& [key, entry] : section.entries) {
     const bool pool = key.rfind("pool ", 0) == 0;
-    for (const CandidateResult& c : entry.candidates)
-      EXPECT_TRUE(c.layout == Layout::NCHW || (pool && c.layout == Layout::CHWN))
-          << key << ": " << c.solver << " " << c.config.str() << " in " << to_string(c.layout)
-          << " on the GPU";
+    for (const CandidateResult& c : entry.candidates) {
+      const std::string what = key + ": " + c.solver + " " + c.config.str() + " in " + std::string(to_string(c.layout));
+      if (pool)
+        EXPECT_TRUE(c.layout == Layout::NCHW || c.layout == Layout::CHWN) << what;
+      else
+        EXPECT_EQ(c.layout, c.solver == "direct_chwn" ? Layout::CHWN : Layout::NCHW) << what;
+    }
   }
   // Every timed conv candidate is a GPU solver: the model was stamped on the GPU.
   for (const auto& [key, entry] : section.entries) {

@@ -32,8 +32,8 @@ constexpr const char* kSummary =
     "fed one layer and direction at a time so both share the machine's noise). Reports the "
     "median time, GFLOP/s (2 * MACs / time), workspace and peak bytes, the fastest solver per "
     "layer x direction, and PyTorch's time and forward peak memory. With --device cuda it times "
-    "the GPU's solvers (cuDNN, im2col_gemm, MEC, direct) with CUDA events instead and compares "
-    "MEC's time and workspace with im2col_gemm's and cuDNN's, as the MEC paper does.";
+    "the GPU's solvers (cuDNN, im2col_gemm, MEC, direct_chwn, direct) with CUDA events instead "
+    "and compares MEC's time and workspace with im2col_gemm's and cuDNN's, as the MEC paper does.";
 
 // The NCHW tensors a direction reads, random, made once per layer x direction.
 struct DirectionInputs {

@@ -85,9 +85,9 @@ void declare_conv_bench_options(CommandLine& cli) {
   cli.option("layers", "mec-paper", "layer set: " + joined(conv_layer_set_names()));
   cli.option("device", "cpu",
              "cpu, or cuda: the GPU's solvers (" + known_solver_names(Device::cuda) +
-                 ") on the first NVIDIA GPU, NCHW, arguments on the GPU, timed with CUDA events "
-                 "on the compute stream; PyTorch is off and MEC is compared with im2col_gemm and "
-                 "cuDNN instead");
+                 ") on the first NVIDIA GPU, each in its first layout (direct_chwn CHWN, the "
+                 "others NCHW), arguments on the GPU, timed with CUDA events on the compute "
+                 "stream; PyTorch is off and MEC is compared with im2col_gemm and cuDNN instead");
   cli.option("batch", "", "images per call (mb); default 8, with --device cuda 32");
   cli.option("batch-size", "", "the same as --batch");
   cli.option("direction", "all", "fwd, bwd-data, bwd-weights, all, or a comma list of them");

@@ -23,7 +23,7 @@ std::string conv_solver_names(Device device = Device::cpu);
 
 #ifdef TUNECNN_HAVE_CUDA
 // registry_cuda.cpp, compiled only with CUDA: cudnn, im2col_gemm, mec, depthwise_direct,
-// diagonal, direct.
+// diagonal, direct_chwn, direct.
 std::span<const ConvSolver* const> cuda_conv_solvers();
 #endif
 
