@@ -773,7 +773,7 @@ void run_typed(const ConvProblem& p, Layout layout, const ConvArgs& args, Worksp
 
 }  // namespace
 
-bool DepthwiseDirectSolver::applicable(const ConvProblem& p, std::string* why) const {
+bool one_filter_per_channel(const ConvProblem& p, std::string* why) {
   if (!conv_problem_well_formed(p, why)) return false;
   if (p.g != p.ic)
     return reject(why, "not depthwise: depthwise_direct needs groups == ic, got g" +
@@ -782,6 +782,10 @@ bool DepthwiseDirectSolver::applicable(const ConvProblem& p, std::string* why) c
     return reject(why, "depthwise multiplier oc/ic = " + std::to_string(p.oc / p.ic) +
                            ": only multiplier 1 (oc == ic) is supported");
   return true;
+}
+
+bool DepthwiseDirectSolver::applicable(const ConvProblem& p, std::string* why) const {
+  return one_filter_per_channel(p, why);
 }
 
 // The filters as [kh * kw][C] for fwd and bwd_data; for bwd_weights one such partial per chunk.

@@ -291,13 +291,7 @@ void run_typed(const ConvProblem& p, bool nhwc, const ConvArgs& args, Workspace 
 bool DepthwiseDirectCudaSolver::applicable(const ConvProblem& p, std::string* why) const {
   if (p.device != Device::cuda)
     return reject(why, "a CUDA solver; the problem runs on " + std::string(to_string(p.device)));
-  if (!conv_problem_well_formed(p, why)) return false;
-  if (p.g != p.ic)
-    return reject(why, "not depthwise: depthwise_direct needs groups == ic, got g" +
-                           std::to_string(p.g) + " ic" + std::to_string(p.ic));
-  if (p.oc != p.ic)
-    return reject(why, "depthwise multiplier oc/ic = " + std::to_string(p.oc / p.ic) +
-                           ": only multiplier 1 (oc == ic) is supported");
+  if (!one_filter_per_channel(p, why)) return false;
   if (static_cast<std::int64_t>(p.ic) * p.ih * p.iw > INT_MAX ||
       static_cast<std::int64_t>(p.oc) * p.oh() * p.ow() > INT_MAX)
     return reject(why,

@@ -6,6 +6,10 @@
 
 namespace tunecnn {
 
+// What both devices' depthwise_direct accept: a well-formed problem with one filter per channel
+// (groups == ic == oc). On false, `why` says which.
+bool one_filter_per_channel(const ConvProblem& problem, std::string* why);
+
 class DepthwiseDirectSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "depthwise_direct"; }

@@ -6,34 +6,15 @@
 // are needed and the sums round exactly as on the CPU. Max backward recomputes each window's
 // argmax from src with the CPU's rules (first maximum in row-major window order, a NaN wins).
 #include "core/cuda_elementwise.cuh"
+#include "ops/pool/cuda_window.cuh"
 #include "ops/pool/direct.h"
 
 namespace tunecnn {
 namespace {
 
-// The problem's sizes, passed to kernels by value.
-struct Geometry {
-  int ih, iw, oh, ow, kh, kw, sh, sw, ph, pw;
-  bool include_pad;
-};
+using Geometry = WindowGeometry;
 
-Geometry geometry_of(const PoolProblem& p) {
-  return {p.ih, p.iw, p.oh(), p.ow(), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.count_include_pad};
-}
-
-// The window of output (oy, ox), clipped to the image: rows [y0, y1), columns [x0, x1).
-struct Window {
-  int y0, y1, x0, x1;
-};
-
-__device__ Window window_at(const Geometry& g, int oy, int ox) {
-  const int ys = oy * g.sh - g.ph, xs = ox * g.sw - g.pw;
-  return {max(ys, 0), min(ys + g.kh, g.ih), max(xs, 0), min(xs + g.kw, g.iw)};
-}
-
-__device__ int divisor(const Geometry& g, const Window& w) {
-  return g.include_pad ? g.kh * g.kw : (w.y1 - w.y0) * (w.x1 - w.x0);
-}
+Geometry geometry_of(const PoolProblem& p) { return window_geometry(p); }
 
 template <class T>
 __device__ int argmax_in(const T* plane, int iw, const Window& w) {

@@ -26,6 +26,7 @@
 #include <cmath>
 
 #include "core/cuda_elementwise.cuh"
+#include "ops/pool/cuda_window.cuh"
 #include "ops/pool/tiled.h"
 
 namespace tunecnn {
@@ -34,18 +35,13 @@ namespace {
 // The problem's sizes and its layout's memory order, passed to kernels by value. Value `lane` of
 // pixel (y, x) of plane i is at i * h * w * lanes + (y * w + x) * lanes + lane, input and output
 // alike (h, w: the tensor's height and width).
-struct Geometry {
-  int ih, iw, oh, ow, kh, kw, sh, sw, ph, pw;
-  bool include_pad;
+struct Geometry : WindowGeometry {
   int planes, lanes;
 };
 
 Geometry geometry_of(const PoolProblem& p, Layout layout) {
   const bool chwn = layout == Layout::CHWN;
-  Geometry g{p.ih, p.iw, p.oh(), p.ow(), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.count_include_pad};
-  g.planes = chwn ? p.c : p.mb * p.c;
-  g.lanes = chwn ? p.mb : 1;
-  return g;
+  return {window_geometry(p), chwn ? p.c : p.mb * p.c, chwn ? p.mb : 1};
 }
 
 // One thread's work item: `lane` of F consecutive positions of `row` of `plane`, from position
@@ -64,20 +60,6 @@ __device__ Item item_at(int i, int lanes, int groups, int rows) {
   item.row = i % rows;
   item.plane = i / rows;
   return item;
-}
-
-// The window of output (oy, ox), clipped to the image: rows [y0, y1), columns [x0, x1).
-struct Window {
-  int y0, y1, x0, x1;
-};
-
-__device__ Window window_at(const Geometry& g, int oy, int ox) {
-  const int ys = oy * g.sh - g.ph, xs = ox * g.sw - g.pw;
-  return {max(ys, 0), min(ys + g.kh, g.ih), max(xs, 0), min(xs + g.kw, g.iw)};
-}
-
-__device__ int divisor(const Geometry& g, const Window& w) {
-  return g.include_pad ? g.kh * g.kw : (w.y1 - w.y0) * (w.x1 - w.x0);
 }
 
 // pool_direct's rule: v replaces the maximum m when strictly greater, or when v is the first NaN.
