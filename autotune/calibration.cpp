@@ -97,12 +97,6 @@ std::string ms_text(double seconds) {
 
 // ---- conv timing ---------------------------------------------------------------------------
 
-// Every tensor of `args` copied to `device` (made on the host, where the random fill runs).
-ConvArgs args_on(const ConvArgs& args, Device device) {
-  const auto moved = [device](const Tensor& t) { return t.defined() ? t.to(device) : t; };
-  return {moved(args.src),      moved(args.wei),      moved(args.dst),
-          moved(args.diff_src), moved(args.diff_wei), moved(args.diff_dst)};
-}
 
 // One problem's arguments in one layout on the problem's device, allocated once and shared by
 // every solver timed on it.
@@ -110,7 +104,7 @@ class ConvBench {
  public:
   ConvBench(const ConvProblem& fwd, Layout layout) : fwd_(fwd) {
     Rng rng(1);
-    args_ = args_on(conv_args_in_layout(random_conv_args(fwd, rng), layout), fwd.device);
+    args_ = conv_args_on(conv_args_in_layout(random_conv_args(fwd, rng), layout), fwd.device);
   }
 
   // Median seconds of one direction; run_conv's check, since the sweeps pick solvers by hand.

@@ -50,15 +50,6 @@ int fewer_channels(int channels) {
   return std::min(cut, channels);
 }
 
-// The same arguments on `device` (copies; the CPU's own tensors when it is the CPU).
-ConvArgs args_on(const ConvArgs& args, Device device) {
-  ConvArgs out = args;
-  for (Tensor ConvArgs::*member : {&ConvArgs::src, &ConvArgs::wei, &ConvArgs::dst, &ConvArgs::diff_src,
-                                   &ConvArgs::diff_wei, &ConvArgs::diff_dst})
-    if ((args.*member).defined()) out.*member = (args.*member).to(device);
-  return out;
-}
-
 // Checks candidates against the reference output, computed once per problem. The reference is
 // the CPU's direct solver whatever the problem's device; a GPU candidate runs on copies of the
 // same arguments, and its output comes back to be compared.
@@ -94,7 +85,7 @@ class Verifier {
   ConvArgs& args_in(Layout layout) {
     auto it = in_layout_.find(layout);
     if (it == in_layout_.end())
-      it = in_layout_.emplace(layout, args_on(conv_args_in_layout(args_, layout), problem_.device)).first;
+      it = in_layout_.emplace(layout, conv_args_on(conv_args_in_layout(args_, layout), problem_.device)).first;
     return it->second;
   }
 

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "core/error.h"
 
@@ -14,10 +13,6 @@ Device parse_bench_device(const std::string& text) {
   } catch (const Error& e) {
     TUNECNN_FAIL("--device: ", e.message());
   }
-}
-
-std::function<double()> bench_clock(Device device) {
-  return device_clock(device);
 }
 
 void print_gpu_fingerprint(std::ostream& out, Device device) {

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "apps/bench/bench_device.h"
+#include "autotune/device_clock.h"
 #include "apps/bench/conv_options.h"
 #include "apps/bench/model_split.h"
 #include "apps/bench/pytorch_worker.h"
@@ -57,7 +58,7 @@ struct Cell {
   std::vector<double> times;
 };
 
-// Seconds as the device sees them (bench_clock: the steady clock on the CPU; CUDA events on the
+// Seconds as the device sees them (device_clock: the steady clock on the CPU; CUDA events on the
 // GPU's compute stream, since a call there only queues its kernels).
 using Clock = std::function<double()>;
 
@@ -103,15 +104,6 @@ void choose_config(Cell& cell, const ConvProblem& fwd, const ConvArgs& args, con
     for (int i = 0; i < 3; ++i) t.push_back(call_seconds(trial, fwd, args, ws, clock));
     if (best == 0 || median_of(t) < best) best = median_of(t), cell = trial;
   }
-}
-
-// The call's arguments in `layout` on the problem's device: converted on the CPU, then copied.
-ConvArgs args_for(const ConvArgs& nchw, Layout layout, Device device) {
-  ConvArgs args = conv_args_in_layout(nchw, layout);
-  if (device == Device::cpu) return args;
-  for (Tensor* t : {&args.src, &args.wei, &args.dst, &args.diff_src, &args.diff_wei, &args.diff_dst})
-    *t = t->to(device);
-  return args;
 }
 
 std::vector<Cell> cells_for(const ConvProblem& fwd) {
@@ -175,7 +167,7 @@ void bench_layer(const ConvLayer& layer, int rounds, PytorchSide& pytorch, const
   std::size_t most = 0;
   for (Cell& c : cells) {
     if (!args.count(c.method.layout))
-      args.emplace(c.method.layout, args_for(nchw, c.method.layout, fwd.device));
+      args.emplace(c.method.layout, conv_args_on(conv_args_in_layout(nchw, c.method.layout), fwd.device));
     choose_config(c, fwd, args.at(c.method.layout), clock);
     most = std::max(most, c.workspace);
   }
@@ -296,7 +288,7 @@ int bench_depthwise(int argc, const char* const* argv) {
                 "model or both, got '", part, "'");
   const Device device = parse_bench_device(cli.get("device"));
   require_bench_device(device);
-  const Clock clock = bench_clock(device);
+  const Clock clock = device_clock(device);
   const bool gpu = device == Device::cuda;
   TUNECNN_CHECK(!gpu || part != "model", "bench depthwise: the model part runs on the CPU only; with --device "
                 "cuda use --part layers");

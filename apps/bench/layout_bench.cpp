@@ -243,7 +243,7 @@ int bench_layout(int argc, const char* const* argv) {
   set_num_threads(cli.get_int("threads"));
   const Device device = parse_bench_device(cli.get("device"));
   const bool gpu = device == Device::cuda;
-  const std::function<double()> clock = bench_clock(device);
+  const std::function<double()> clock = device_clock(device);
 
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   print_gpu_fingerprint(std::cout, device);

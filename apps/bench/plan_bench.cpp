@@ -14,6 +14,7 @@
 #include "apps/bench/tuning_breakdown.h"
 #include "apps/training/cli.h"
 #include "apps/bench/bench_device.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "core/cuda_runtime.h"
@@ -141,7 +142,7 @@ int bench_plans(int argc, const char* const* argv) {
   set_num_threads(cli.get_int("threads"));
   const Device device_kind = parse_bench_device(cli.get("device"));
   const bool gpu = device_kind == Device::cuda;
-  const std::function<double()> clock = bench_clock(device_kind);
+  const std::function<double()> clock = device_clock(device_kind);
   const std::string model_name = cli.get("model");
   const Shape input =
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model_name);

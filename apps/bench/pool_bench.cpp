@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "apps/bench/bench_device.h"
+#include "autotune/device_clock.h"
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
 #include "autotune/fingerprint.h"
@@ -285,7 +286,7 @@ int bench_pool(int argc, const char* const* argv) {
                     "otherwise), 3 rounds, 1 sweep call: for the test suite");
   if (!cli.parse(argc, argv)) return 0;
   const Device device = parse_bench_device(cli.get("device"));
-  std::function<double()> clock = bench_clock(device);  // no GPU: an error before the table
+  std::function<double()> clock = device_clock(device);  // no GPU: an error before the table
   set_num_threads(cli.get_int("threads"));
   // --quick keeps --layers only when it was given explicitly.
   bool layers_given = false;

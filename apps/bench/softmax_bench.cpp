@@ -19,6 +19,7 @@
 #include "apps/bench/repeat_policy.h"
 #include "apps/training/cli.h"
 #include "apps/bench/bench_device.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "core/init.h"
 #include "core/threading.h"
@@ -153,7 +154,7 @@ int bench_softmax(int argc, const char* const* argv) {
   const double round_seconds = quick ? 2e-4 : 2e-3;
   set_num_threads(cli.get_int("threads"));
   const Device device = parse_bench_device(cli.get("device"));
-  const std::function<double()> clock = bench_clock(device);
+  const std::function<double()> clock = device_clock(device);
 
   const SoftmaxSolver* fused = find_softmax_solver("softmax_fused", device);
   const SoftmaxSolver* five = find_softmax_solver("softmax_five_pass", device);

@@ -33,6 +33,14 @@ ConvArgs conv_args_in_layout(const ConvArgs& nchw, Layout layout) {
   return args;
 }
 
+ConvArgs conv_args_on(const ConvArgs& args, Device device) {
+  ConvArgs out;
+  for (Tensor ConvArgs::*t : {&ConvArgs::src, &ConvArgs::wei, &ConvArgs::dst, &ConvArgs::diff_src,
+                              &ConvArgs::diff_wei, &ConvArgs::diff_dst})
+    if ((args.*t).defined()) out.*t = (args.*t).to(device);
+  return out;
+}
+
 const Tensor& conv_output(const ConvArgs& args, Direction dir) {
   if (dir == Direction::fwd) return args.dst;
   return dir == Direction::bwd_data ? args.diff_src : args.diff_wei;

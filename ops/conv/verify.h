@@ -14,6 +14,9 @@ namespace tunecnn {
 ConvArgs random_conv_args(const ConvProblem& problem, Rng& rng);
 // Activations converted to `layout` (reference transform); weights stay [oc, ic/g, kh, kw].
 ConvArgs conv_args_in_layout(const ConvArgs& nchw, Layout layout);
+// The same arguments on `device`: copies of every defined tensor (arguments are made on the CPU,
+// where the random fill and the reference transform run, and then moved).
+ConvArgs conv_args_on(const ConvArgs& args, Device device);
 // The tensor a direction writes.
 const Tensor& conv_output(const ConvArgs& args, Direction dir);
 // Empty when max |got - want| <= tol * max |want| (rounding grows with the sums' magnitude);

@@ -131,13 +131,7 @@ Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs&
   return convert_layout_reference(conv_output(args, p.dir), Layout::NCHW);
 }
 
-ConvArgs conv_args_on(const ConvArgs& args, Device device) {
-  ConvArgs out;
-  for (Tensor ConvArgs::*t : {&ConvArgs::src, &ConvArgs::wei, &ConvArgs::dst, &ConvArgs::diff_src,
-                              &ConvArgs::diff_wei, &ConvArgs::diff_dst})
-    if ((args.*t).defined()) out.*t = (args.*t).to(device);
-  return out;
-}
+
 
 ConvProblem on_device(ConvProblem p, Device device) {
   p.device = device;

@@ -43,8 +43,6 @@ ConvArgs make_conv_args(const ConvProblem& p, std::uint64_t seed);
 // Converts args to `layout`, runs the plan and returns the output converted back to NCHW.
 Tensor run_in_layout(const ConvPlan& plan, const ConvProblem& p, const ConvArgs& nchw_args,
                      Layout layout);
-// Every tensor of `args` copied to `device` (outputs keep their NaN fill there).
-ConvArgs conv_args_on(const ConvArgs& args, Device device);
 // The same problem on another device.
 ConvProblem on_device(ConvProblem p, Device device);
 // Max |got - want| <= tol * max |want|: rounding errors grow with the sums' magnitude.
