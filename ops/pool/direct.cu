@@ -29,17 +29,6 @@ __device__ int argmax_in(const T* plane, int iw, const Window& w) {
   return best;
 }
 
-// The outputs along one axis whose windows hold input coordinate i: [first, last].
-struct Span {
-  int first, last;
-};
-
-__device__ Span outputs_holding(int i, int pad, int kernel, int stride, int outputs) {
-  const int low = i + pad - kernel + 1;  // the smallest window start that still reaches i
-  const int first = low <= 0 ? 0 : (low + stride - 1) / stride;
-  return {first, min(outputs - 1, (i + pad) / stride)};
-}
-
 template <class T>
 void forward(const PoolProblem& p, const Tensor& src_t, Tensor& dst_t) {
   const Geometry g = geometry_of(p);

@@ -130,18 +130,6 @@ __device__ void forward_group(const Geometry& g, bool is_max, const T* src, T* d
   }
 }
 
-// The outputs along one axis whose windows hold input coordinate i: [first, last] (empty when
-// first > last: a pixel that floor mode or a stride over the window leaves out).
-struct Span {
-  int first, last;
-};
-
-__device__ Span outputs_holding(int i, int pad, int kernel, int stride, int outputs) {
-  const int low = i + pad - kernel + 1;  // the smallest window start that still reaches i
-  const int first = low <= 0 ? 0 : (low + stride - 1) / stride;
-  return {first, min(outputs - 1, (i + pad) / stride)};
-}
-
 // Backward: input pixels group * F ... of one input row. The windows holding pixel x0 + j form a
 // contiguous range of output columns that moves right with j, so the outputs from the first
 // pixel's first column to the last pixel's last column cover them all; a window holding none of
