@@ -209,8 +209,8 @@ CallTiming time_calls(const std::function<void()>& call, const TunerOptions& opt
 }
 
 // Among eligible correct candidates, those within the noise of the fastest are ties; the tie goes
-// to the least workspace, then the earliest in enumeration order (registry, layout, config), so
-// equal timings always give the same plan.
+// to a deterministic candidate, then the least workspace, then the earliest in enumeration order
+// (registry, layout, config), so equal timings always give the same plan.
 const CandidateResult* choose_candidate(const std::vector<CandidateResult>& candidates,
                                         const std::function<bool(const CandidateResult&)>& eligible) {
   const auto ok = [&](const CandidateResult& c) { return c.correct && c.runs > 0 && eligible(c); };
@@ -223,12 +223,14 @@ const CandidateResult* choose_candidate(const std::vector<CandidateResult>& cand
   const auto tied = [&](const CandidateResult& c) {
     return c.median_ms <= best->median_ms + std::max(best->spread_ms + c.spread_ms, kTieFraction * best->median_ms);
   };
+  const auto preferred = [](const CandidateResult& c, const CandidateResult& pick) {
+    if (c.deterministic != pick.deterministic) return c.deterministic;
+    if (c.workspace_bytes != pick.workspace_bytes) return c.workspace_bytes < pick.workspace_bytes;
+    return &c < &pick;  // in order: the first of equals stays
+  };
   const CandidateResult* pick = best;
-  for (const CandidateResult& c : candidates) {  // in order: the first of equals stays
-    if (!ok(c) || !tied(c)) continue;
-    if (c.workspace_bytes < pick->workspace_bytes || (c.workspace_bytes == pick->workspace_bytes && &c < pick))
-      pick = &c;
-  }
+  for (const CandidateResult& c : candidates)
+    if (ok(c) && tied(c) && preferred(c, *pick)) pick = &c;
   return pick;
 }
 
@@ -461,6 +463,7 @@ void CandidateSearch::scout(Attempt& a) {
 // Returns its median in ms (infinity when it is wrong).
 double CandidateSearch::finish(Attempt& a) {
   CandidateResult result{a.trial->solver, a.config, a.trial->layout, 0, 0, 0, a.bytes, a.wrong.empty()};
+  result.deterministic = !a.trial->deterministic || a.trial->deterministic(a.config);
   if (result.correct) {
     time_until_done([&] { a.trial->run(a.config, a.bytes); }, options_, clock_, best_seconds(), a.samples);
     const CallTiming t = summarise(a.samples);

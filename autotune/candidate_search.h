@@ -93,6 +93,7 @@ struct SolverTrial {
   std::vector<TuneConfig> configs;  // the first is the default, where hill-climbing starts
   bool sweep = false;  // time every config whatever options.config_search says (the solver asks)
   std::function<std::size_t(const TuneConfig&)> workspace_bytes;  // empty: none
+  std::function<bool(const TuneConfig&)> deterministic;            // empty: always
   // Empty when the candidate agrees with the reference, else what went wrong. An empty function
   // means the solver is the reference itself and is not checked.
   std::function<std::string(const TuneConfig&)> verify;

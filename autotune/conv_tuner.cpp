@@ -173,6 +173,7 @@ class ConvSearch {
     t.configs = solver.configs(problem_);
     t.sweep = solver.sweep_configs();
     t.workspace_bytes = [this, &solver](const TuneConfig& c) { return solver.workspace_bytes(problem_, c); };
+    t.deterministic = [this, &solver](const TuneConfig& c) { return solver.deterministic(problem_, c); };
     if (!is_direct(solver))
       t.verify = [this, &solver, layout](const TuneConfig& c) { return verify(solver, layout, c); };
     // Made here, not in the first timed call: filling and converting the arguments would count

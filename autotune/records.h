@@ -20,6 +20,7 @@ struct CandidateResult {
   int runs = 0;
   std::size_t workspace_bytes = 0;
   bool correct = true;  // false: it disagreed with the reference and was disqualified
+  bool deterministic = true;  // ConvSolver::deterministic; the cache writes only false
   bool operator==(const CandidateResult&) const = default;
 };
 

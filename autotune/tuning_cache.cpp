@@ -116,6 +116,7 @@ void emit_candidate(YAML::Emitter& out, const CandidateResult& c) {
   out << YAML::Key << "runs" << YAML::Value << c.runs;
   out << YAML::Key << "workspace_bytes" << YAML::Value << c.workspace_bytes;
   out << YAML::Key << "correct" << YAML::Value << c.correct;
+  if (!c.deterministic) out << YAML::Key << "deterministic" << YAML::Value << false;
   out << YAML::EndMap;
 }
 
@@ -243,6 +244,8 @@ CandidateResult parse_candidate(const YAML::Node& node) {
   c.runs = scalar<int>(node, "runs");
   c.workspace_bytes = scalar<std::size_t>(node, "workspace_bytes");
   c.correct = scalar<bool>(node, "correct");
+  // Absent in caches written before the field and for every deterministic candidate.
+  if (node["deterministic"]) c.deterministic = scalar<bool>(node, "deterministic");
   if (c.runs < 0) TUNECNN_FAIL("candidate ", c.solver, " has negative runs");
   return c;
 }

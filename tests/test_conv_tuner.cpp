@@ -68,6 +68,18 @@ class FakeSolver final : public ClockedFake {
   double cost_s_;
 };
 
+// The same cost on every call, summed with atomics (varying bits), as some cuDNN algorithms are.
+class NondeterministicFake final : public ClockedFake {
+ public:
+  NondeterministicFake(std::string name, FakeClock& clock, double cost_s)
+      : ClockedFake(std::move(name), clock), cost_s_(cost_s) {}
+  bool deterministic(const ConvProblem&, const TuneConfig&) const override { return false; }
+
+ private:
+  double cost_s(const TuneConfig&) const override { return cost_s_; }
+  double cost_s_;
+};
+
 // Deliberately wrong: writes zeros.
 class ZeroSolver final : public ConvSolver {
  public:
@@ -141,6 +153,25 @@ TEST(ConvTuner, TiesWithinNoiseGoToLowerWorkspaceThenEarlier) {
   FakeSolver big_fast("big_fast", h.clock, 0.5e-3, 1 << 20);
   o.solvers = {&lean, &big_fast};
   EXPECT_EQ(tune_conv(kSmall, o).solver, "big_fast");
+}
+
+// The spec's first tie-break: within the noise a deterministic candidate beats one that is not,
+// even one with less workspace that comes earlier; outside the noise speed still wins.
+TEST(ConvTuner, TiesWithinNoiseGoToADeterministicCandidateFirst) {
+  Harness h;
+  NondeterministicFake atomic("atomic", h.clock, 1.00e-3);
+  FakeSolver steady("steady", h.clock, 1.01e-3, 1 << 20);
+  TunerOptions o = h.options();
+  o.solvers = {&atomic, &steady};
+  const TuningEntry e = tune_conv(kSmall, o);
+  EXPECT_EQ(e.solver, "steady");
+  ASSERT_NE(find(e, "atomic"), nullptr);
+  EXPECT_FALSE(find(e, "atomic")->deterministic);
+  EXPECT_TRUE(find(e, "steady")->deterministic);
+
+  NondeterministicFake atomic_fast("atomic_fast", h.clock, 0.5e-3);
+  o.solvers = {&atomic_fast, &steady};
+  EXPECT_EQ(tune_conv(kSmall, o).solver, "atomic_fast");
 }
 
 TEST(ConvTuner, ForceSolverIsHonoured) {

@@ -33,6 +33,8 @@ TuningEntry make_entry(const std::string& key, int runs = 10,
   e.candidates.push_back({"mec", e.config, Layout::NCHW, 1.25, 0.0625, runs, 4096, true});
   e.candidates.push_back({"im2col_gemm", {}, Layout::NHWC, 0.1, 1e-3, runs, 123456789, false});
   e.candidates.push_back({"direct", {}, Layout::CHWN, 3.0000000000000004, 0, 0, 0, true});
+  // cuDNN's bwd_filter ALGO_0 adds with atomics: not deterministic.
+  e.candidates.push_back({"cudnn", TuneConfig{{{"algo", 0}}}, Layout::NCHW, 0.9, 0.01, runs, 64, true, false});
   e.provenance = {"host-a", date, "0.1.0"};
   return e;
 }
@@ -191,6 +193,19 @@ TEST(TuningCache, AwkwardStringsRoundTrip) {
   std::vector<std::string> warnings;
   EXPECT_EQ(parse_tuning_cache(cache.to_yaml(), "memory", warnings), cache);
   EXPECT_TRUE(warnings.empty());
+}
+
+// A candidate's determinism is written only when false (older caches have no such field, and
+// every CPU candidate is deterministic), and read back as true when absent.
+TEST(TuningCache, NonDeterministicCandidatesAreMarkedAndTheRestDefault) {
+  const std::string text = sample_cache().to_yaml();
+  EXPECT_NE(text.find("deterministic: false"), std::string::npos) << text;
+  EXPECT_EQ(text.find("deterministic: true"), std::string::npos) << text;
+  std::vector<std::string> warnings;
+  const TuningCache back = parse_tuning_cache(text, "memory", warnings);
+  const TuningEntry* entry = back.find("cpu-0000000000000001", "conv fwd n8 c3 h32");
+  ASSERT_NE(entry, nullptr);
+  for (const CandidateResult& c : entry->candidates) EXPECT_EQ(c.deterministic, c.solver != "cudnn") << c.solver;
 }
 
 TEST(TuningCache, DeterministicBlockStyleOutput) {

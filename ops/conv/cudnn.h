@@ -16,6 +16,9 @@ class CudnnSolver final : public ConvSolver {
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  // False for the algorithms cuDNN documents as adding with atomics: bwd_data ALGO_0, bwd_filter
+  // ALGO_0 and ALGO_3. An empty config (the heuristic's choice) asks cuDNN, so it needs a GPU.
+  bool deterministic(const ConvProblem& problem, const TuneConfig& config) const override;
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
 };

@@ -281,6 +281,19 @@ void CudnnSolver::run(const ConvProblem& p, const TuneConfig& config, const Conv
   run_as<float>(p, d, algo, operands_of(args), ws);
 }
 
+bool CudnnSolver::deterministic(const ConvProblem& p, const TuneConfig& config) const {
+  const int algo = algo_of(p, config);
+  switch (p.dir) {
+    case Direction::fwd:
+      return true;
+    case Direction::bwd_data:
+      return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    case Direction::bwd_weights:
+      return algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 && algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+  }
+  return true;
+}
+
 template <class T>
 void run_cudnn(const ConvProblem& p, const TuneConfig& config, const ConvBuffers<T>& buffers,
                Workspace ws) {

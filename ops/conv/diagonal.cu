@@ -135,6 +135,12 @@ std::size_t DiagonalCudaSolver::workspace_bytes(const ConvProblem& p,
   return dense_weight_bytes(p, s) + kCudnn.workspace_bytes(refactorized(p, s), TuneConfig{});
 }
 
+// As deterministic as the algorithm cuDNN's heuristic picks for the grouped convolution; the
+// scatter and the diagonal's gather are plain copies.
+bool DiagonalCudaSolver::deterministic(const ConvProblem& p, const TuneConfig& config) const {
+  return kCudnn.deterministic(refactorized(p, group_size(p, config)), TuneConfig{});
+}
+
 void DiagonalCudaSolver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
                              Workspace ws) const {
   TUNECNN_CHECK(p.device == Device::cuda, "diagonal (CUDA) runs GPU problems only, got ", p.key(),

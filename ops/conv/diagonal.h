@@ -31,6 +31,7 @@ class DiagonalCudaSolver final : public ConvSolver {
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   bool sweep_configs() const override { return true; }
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  bool deterministic(const ConvProblem& problem, const TuneConfig& config) const override;
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
 };

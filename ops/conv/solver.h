@@ -46,6 +46,10 @@ class ConvSolver {
   // for a tunable whose cost curve may have several dips, such as the depthwise group size.
   virtual bool sweep_configs() const { return false; }
   virtual std::size_t workspace_bytes(const ConvProblem&, const TuneConfig&) const { return 0; }
+  // True when the same arguments give the same bits on every run; false for a config that adds
+  // with atomics in a varying order (some of cuDNN's backward algorithms). Among candidates the
+  // timings cannot tell apart, the tuner prefers a deterministic one.
+  virtual bool deterministic(const ConvProblem&, const TuneConfig&) const { return true; }
   virtual void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
                    Workspace workspace) const = 0;
 };
