@@ -1,6 +1,10 @@
-# TUNECNN_CUDA=AUTO turns CUDA on when nvcc is found (also under /usr/local/cuda, off PATH).
+# TUNECNN_CUDA=AUTO turns CUDA on when nvcc is found (also under /usr/local/cuda, off PATH);
+# EMULATE builds the CUDA backend for the host instead (cmake/cuda_emulation.cmake).
 set(TUNECNN_HAVE_CUDA OFF)
-if(NOT TUNECNN_CUDA STREQUAL "OFF")
+set(TUNECNN_CUDA_EMULATION OFF)
+if(TUNECNN_CUDA STREQUAL "EMULATE")
+  include(cmake/cuda_emulation.cmake)
+elseif(NOT TUNECNN_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
@@ -28,4 +32,13 @@ if(NOT TUNECNN_CUDA STREQUAL "OFF")
                         "install the CUDA toolkit or configure with -DTUNECNN_CUDA=OFF")
   endif()
 endif()
-message(STATUS "tunecnn: CUDA backend ${TUNECNN_HAVE_CUDA}")
+message(STATUS "tunecnn: CUDA backend ${TUNECNN_HAVE_CUDA}${TUNECNN_CUDA_EMULATION_NOTE}")
+
+# Adds a folder's .cu files to its library: compiled by nvcc, or rewritten for the host emulation.
+function(tunecnn_add_cuda_sources target)
+  if(TUNECNN_CUDA_EMULATION)
+    tunecnn_add_emulated_cuda_sources(${target} ${ARGN})
+  else()
+    target_sources(${target} PRIVATE ${ARGN})
+  endif()
+endfunction()
