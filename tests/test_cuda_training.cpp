@@ -38,6 +38,7 @@ struct StepCase {
   std::string model;
   Shape input;  // C, H, W
   int classes, batch;
+  double tolerance;  // on each parameter, relative to its largest value
 };
 
 void PrintTo(const StepCase& c, std::ostream* os) { *os << c.model; }
@@ -70,7 +71,16 @@ struct Trainee {
 class CudaTrainingStep : public CudaTraining, public ::testing::WithParamInterface<StepCase> {};
 
 // The GPU solvers sum in other orders than the CPU ones, so equality is up to f32 rounding,
-// scaled by each tensor's magnitude.
+// scaled by each tensor's magnitude. That rounding does not stay small in every model (measured
+// in the CUDA emulation, and on the CPU alone with its input or weights perturbed as much):
+// - MobileNet's BatchNorm backward over 4 images of a 4x4 map cancels, so its step differs by up
+//   to 7e-4 relative; and two steps at this rate are chaotic: the CPU's second step from weights
+//   moved 7e-4 relative lands 15% away on conv0. So both devices take the second step from the
+//   GPU's weights, which still checks the momentum buffers.
+// - An AlexNet max-pool window whose two largest inputs differ by less than the rounding sends
+//   its gradient to another pixel on each device: conv5's weight gradient then differs by one
+//   pixel's share, 6e-3 relative, and the layers below it by 2e-3.
+// A wrong kernel, plan, layout or update moves the weights by far more than these bounds.
 TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
   const StepCase& c = GetParam();
   Trainee cpu(c, Device::cpu), gpu(c, Device::cuda);
@@ -82,17 +92,21 @@ TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
   std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch));
   for (auto& label : labels) label = static_cast<std::int32_t>(data.next_u64() % static_cast<std::uint64_t>(c.classes));
 
+  auto cpu_params = cpu.model->parameters(), gpu_params = gpu.model->parameters();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
   for (int step = 0; step < 2; ++step) {  // the second step also checks the momentum buffers
+    if (step == 1)
+      for (std::size_t i = 0; i < cpu_params.size(); ++i)
+        cpu_params[i].second.data().copy_from(gpu_params[i].second.data());
     const double want = cpu.step(images, labels), got = gpu.step(images, labels);
     EXPECT_NEAR(got, want, 1e-4 * std::max(1.0, std::abs(want))) << c.model << " step " << step;
-  }
-  const auto cpu_params = cpu.model->parameters(), gpu_params = gpu.model->parameters();
-  ASSERT_EQ(cpu_params.size(), gpu_params.size());
-  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
-    const Tensor& want = cpu_params[i].second.data();
-    const Tensor got = gpu_params[i].second.data().to(Device::cpu);
-    const double scale = std::max(1e-3, max_abs_diff(want, Tensor::zeros_like(want)));
-    EXPECT_LE(max_abs_diff(got, want), 2e-4 * scale) << c.model << " " << cpu_params[i].first;
+    for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+      const Tensor& want_param = cpu_params[i].second.data();
+      const Tensor got_param = gpu_params[i].second.data().to(Device::cpu);
+      const double scale = std::max(1e-3, max_abs_diff(want_param, Tensor::zeros_like(want_param)));
+      EXPECT_LE(max_abs_diff(got_param, want_param), c.tolerance * scale)
+          << c.model << " step " << step << " " << cpu_params[i].first;
+    }
   }
   const auto cpu_buffers = cpu.model->buffers(), gpu_buffers = gpu.model->buffers();
   for (std::size_t i = 0; i < cpu_buffers.size(); ++i)
@@ -101,10 +115,10 @@ TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaTrainingStep,
-                         ::testing::Values(StepCase{"lenet", {1, 28, 28}, 10, 8},
-                                           StepCase{"cifar", {3, 24, 24}, 10, 8},
-                                           StepCase{"mobilenet-0.25-128", {3, 128, 128}, 20, 4},
-                                           StepCase{"alexnet", {3, 227, 227}, 20, 2}),
+                         ::testing::Values(StepCase{"lenet", {1, 28, 28}, 10, 8, 2e-4},
+                                           StepCase{"cifar", {3, 24, 24}, 10, 8, 2e-4},
+                                           StepCase{"mobilenet-0.25-128", {3, 128, 128}, 20, 4, 3e-3},
+                                           StepCase{"alexnet", {3, 227, 227}, 20, 2, 1e-2}),
                          [](const auto& info) {
                            std::string name = info.param.model;
                            for (char& ch : name)
