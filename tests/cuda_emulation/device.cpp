@@ -52,7 +52,7 @@ enum class State { runnable, at_block_barrier, at_warp_barrier, done };
 
 struct Fiber {
   void* sp = nullptr;  // while switched out
-  std::unique_ptr<char[]> stack;
+  char* stack = nullptr;
   State state = State::runnable;
   uint3 index{};
   alignas(16) unsigned char lane_value[16];
@@ -69,6 +69,14 @@ struct Block {
 };
 
 thread_local Block* running = nullptr;
+
+// Fiber stacks outlive launches: allocating (and so faulting in) 256 KiB per thread at every
+// launch cost more than most kernels.
+char* fiber_stack(std::size_t thread) {
+  thread_local std::vector<std::unique_ptr<char[]>> stacks;
+  while (stacks.size() <= thread) stacks.emplace_back(new char[kStackBytes]);
+  return stacks[thread].get();
+}
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "CUDA emulation: %s (block %u,%u,%u, thread %u,%u,%u)\n", what,
@@ -87,8 +95,7 @@ const char* configuration_error(dim3 grid, dim3 block, std::size_t shared) {
 }
 
 void prepare_stack(Fiber& f) {
-  if (!f.stack) f.stack = std::make_unique<char[]>(kStackBytes);
-  auto top = reinterpret_cast<std::uintptr_t>(f.stack.get() + kStackBytes) & ~std::uintptr_t{15};
+  auto top = reinterpret_cast<std::uintptr_t>(f.stack + kStackBytes) & ~std::uintptr_t{15};
   auto* p = reinterpret_cast<void**>(top);
   *--p = nullptr;  // the entry's return address: it never returns
   *--p = reinterpret_cast<void*>(&tunecnn_emu_fiber_entry);  // where the first switch returns
@@ -191,10 +198,12 @@ void launch(dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, cudaStream_
   Block b;
   b.body = &thread_body;
   b.fibers.resize(static_cast<std::size_t>(block.x) * block.y * block.z);
-  for (std::size_t i = 0; i < b.fibers.size(); ++i)
+  for (std::size_t i = 0; i < b.fibers.size(); ++i) {
+    b.fibers[i].stack = fiber_stack(i);
     b.fibers[i].index = uint3{static_cast<unsigned>(i % block.x),
                               static_cast<unsigned>(i / block.x % block.y),
                               static_cast<unsigned>(i / (block.x * block.y))};
+  }
   b.dynamic_shared.resize(dynamic_shared_bytes + 16);
   running = &b;
   grid_size = grid;
