@@ -167,10 +167,11 @@ void run_fibers(Block& b, bool reverse) {
   }
 }
 
-void run_direct(Block& b) {
-  for (std::size_t i = 0; i < b.fibers.size(); ++i) {
-    b.current = static_cast<int>(i);
-    thread_index = b.fibers[i].index;
+void run_direct(Block& b, bool reverse) {
+  const int n = static_cast<int>(b.fibers.size());
+  for (int k = 0; k < n; ++k) {
+    b.current = reverse ? n - 1 - k : k;
+    thread_index = b.fibers[b.current].index;
     (*b.body)();
   }
 }
@@ -178,7 +179,7 @@ void run_direct(Block& b) {
 void run_block(Block& b, uint3 index, bool reverse) {
   block_index = index;
   std::memset(b.dynamic_shared.data(), 0xFF, b.dynamic_shared.size());  // garbage reads as NaN
-  if (b.run_direct) return run_direct(b);
+  if (b.run_direct) return run_direct(b, reverse);
   run_fibers(b, reverse);
 }
 
@@ -194,7 +195,9 @@ void launch(dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, cudaStream_
     return;
   }
   if (running != nullptr) fail("a launch from inside a kernel");
-  static const bool reverse = std::getenv("TUNECNN_EMU_REVERSE_THREADS") != nullptr;
+  // Blocks and threads last first: a result that depends on their order (two blocks writing one
+  // place, a missing barrier the other way round) then changes.
+  static const bool reverse = std::getenv("TUNECNN_EMU_REVERSE") != nullptr;
   Block b;
   b.body = &thread_body;
   b.fibers.resize(static_cast<std::size_t>(block.x) * block.y * block.z);
@@ -208,14 +211,13 @@ void launch(dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, cudaStream_
   running = &b;
   grid_size = grid;
   block_size = block;
-  bool first = true;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        run_block(b, uint3{x, y, z}, reverse);
-        if (first && !b.saw_barrier) b.run_direct = true;
-        first = false;
-      }
+  const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+  for (unsigned long long k = 0; k < blocks; ++k) {
+    const unsigned long long i = reverse ? blocks - 1 - k : k;
+    run_block(b, uint3{static_cast<unsigned>(i % grid.x), static_cast<unsigned>(i / grid.x % grid.y),
+                       static_cast<unsigned>(i / (1ull * grid.x * grid.y))}, reverse);
+    if (k == 0 && !b.saw_barrier) b.run_direct = true;
+  }
   running = nullptr;
 }
 

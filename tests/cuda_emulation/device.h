@@ -5,9 +5,10 @@
 // on the calling thread that switch only at barriers (__syncthreads, warp shuffles, __syncwarp),
 // each running as far as it can first. So a kernel that reads shared memory without the barrier
 // that orders it sees stale data, a barrier not reached by every thread is reported, and a bad
-// launch configuration becomes cudaErrorInvalidConfiguration as on a GPU. What it cannot show:
-// races between blocks, timing, and anything of the real cuBLAS/cuDNN beyond their documented
-// contracts (cublas.cpp, cudnn.cpp).
+// launch configuration becomes cudaErrorInvalidConfiguration as on a GPU; TUNECNN_EMU_REVERSE=1
+// runs blocks and threads last first, so results that depend on their order change. What it
+// cannot show: races that reordering does not expose, timing, and anything of the real
+// cuBLAS/cuDNN beyond their documented contracts (cublas.cpp, cudnn.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
