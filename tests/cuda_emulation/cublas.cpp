@@ -11,8 +11,6 @@
 struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
-  cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
-  cublasMath_t math = CUBLAS_DEFAULT_MATH;
 };
 
 namespace {
@@ -108,13 +106,6 @@ cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t CUBLASWINAPI cublasGetVersion_v2(cublasHandle_t handle, int* version) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *version = CUBLAS_VERSION;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
 cublasStatus_t CUBLASWINAPI cublasGetProperty(libraryPropertyType type, int* value) {
   if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   switch (type) {
@@ -125,18 +116,9 @@ cublasStatus_t CUBLASWINAPI cublasGetProperty(libraryPropertyType type, int* val
   return CUBLAS_STATUS_INVALID_VALUE;
 }
 
-size_t CUBLASWINAPI cublasGetCudartVersion(void) { return CUDART_VERSION; }
-
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->stream = stream;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t CUBLASWINAPI cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *stream = handle->stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -146,58 +128,6 @@ cublasStatus_t CUBLASWINAPI cublasSetAtomicsMode(cublasHandle_t handle, cublasAt
     return invalid("cublasSetAtomicsMode", "mode", mode, "not a cublasAtomicsMode_t");
   handle->atomics = mode;
   return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t CUBLASWINAPI cublasGetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *mode = handle->atomics;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-// Device pointer mode is stored but behaves like host mode: "device" memory is host memory here.
-cublasStatus_t CUBLASWINAPI cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE)
-    return invalid("cublasSetPointerMode_v2", "mode", mode, "not a cublasPointerMode_t");
-  handle->pointer_mode = mode;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t CUBLASWINAPI cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *mode = handle->pointer_mode;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  handle->math = mode;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *mode = handle->math;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-const char* CUBLASWINAPI cublasGetStatusName(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
 }
 
 const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {

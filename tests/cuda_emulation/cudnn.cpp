@@ -351,18 +351,6 @@ cudnnStatus_t convolve(const char* fn, Dir d, cudnnHandle_t h, const void* alpha
 extern "C" {
 
 size_t CUDNNWINAPI cudnnGetVersion(void) { return CUDNN_VERSION; }
-size_t CUDNNWINAPI cudnnGetCudartVersion(void) { return CUDART_VERSION; }
-
-cudnnStatus_t CUDNNWINAPI cudnnGetProperty(libraryPropertyType type, int* value) {
-  if (value == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  switch (type) {
-    case MAJOR_VERSION: *value = CUDNN_MAJOR; return CUDNN_STATUS_SUCCESS;
-    case MINOR_VERSION: *value = CUDNN_MINOR; return CUDNN_STATUS_SUCCESS;
-    case PATCH_LEVEL: *value = CUDNN_PATCHLEVEL; return CUDNN_STATUS_SUCCESS;
-  }
-  return CUDNN_STATUS_BAD_PARAM;
-}
-
 const char* CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t status) {
   switch (status) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
@@ -390,13 +378,6 @@ cudnnStatus_t CUDNNWINAPI cudnnDestroy(cudnnHandle_t handle) {
 cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   if (handle == nullptr) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "null handle");
   handle->stream = stream;
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t CUDNNWINAPI cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr || stream == nullptr)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetStream", "null handle or stream pointer");
-  *stream = handle->stream;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -441,17 +422,6 @@ cudnnStatus_t CUDNNWINAPI cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t des
               "format %d (the emulation knows NCHW and NHWC)", format);
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t desc,
-                                                     cudnnDataType_t* type, int* n, int* c, int* h,
-                                                     int* w, int* nStride, int* cStride,
-                                                     int* hStride, int* wStride) {
-  if (desc == nullptr || !desc->set)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetTensor4dDescriptor", "null or unset descriptor");
-  *type = desc->type, *n = desc->n, *c = desc->c, *h = desc->h, *w = desc->w;
-  *nStride = desc->ns, *cStride = desc->cs, *hStride = desc->hs, *wStride = desc->ws;
-  return CUDNN_STATUS_SUCCESS;
-}
-
 // ---- filter descriptors ----
 
 cudnnStatus_t CUDNNWINAPI cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* desc) {
@@ -477,17 +447,6 @@ cudnnStatus_t CUDNNWINAPI cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t des
   if (k <= 0 || c <= 0 || h <= 0 || w <= 0)
     return fail(CUDNN_STATUS_BAD_PARAM, fn, "dims %dx%dx%dx%d not all positive", k, c, h, w);
   *desc = cudnnFilterStruct{true, type, format, k, c, h, w};
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t CUDNNWINAPI cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t desc,
-                                                     cudnnDataType_t* type,
-                                                     cudnnTensorFormat_t* format, int* k, int* c,
-                                                     int* h, int* w) {
-  if (desc == nullptr || !desc->set)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetFilter4dDescriptor", "null or unset descriptor");
-  *type = desc->type, *format = desc->format, *k = desc->k, *c = desc->c, *h = desc->h,
-  *w = desc->w;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -526,19 +485,6 @@ cudnnStatus_t CUDNNWINAPI cudnnSetConvolution2dDescriptor(cudnnConvolutionDescri
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolution2dDescriptor(const cudnnConvolutionDescriptor_t desc,
-                                                          int* pad_h, int* pad_w, int* u, int* v,
-                                                          int* dilation_h, int* dilation_w,
-                                                          cudnnConvolutionMode_t* mode,
-                                                          cudnnDataType_t* computeType) {
-  if (desc == nullptr || !desc->set)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolution2dDescriptor", "null or unset descriptor");
-  *pad_h = desc->pad_h, *pad_w = desc->pad_w, *u = desc->u, *v = desc->v;
-  *dilation_h = desc->dil_h, *dilation_w = desc->dil_w, *mode = desc->mode;
-  *computeType = desc->compute;
-  return CUDNN_STATUS_SUCCESS;
-}
-
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc,
                                                         int groupCount) {
   if (desc == nullptr || groupCount <= 0)
@@ -548,28 +494,12 @@ cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionGroupCount(cudnnConvolutionDescript
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc,
-                                                        int* groupCount) {
-  if (desc == nullptr || groupCount == nullptr)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionGroupCount", "null pointer");
-  *groupCount = desc->groups;
-  return CUDNN_STATUS_SUCCESS;
-}
-
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc,
                                                       cudnnMathType_t mathType) {
   if (desc == nullptr || mathType < CUDNN_DEFAULT_MATH || mathType > CUDNN_FMA_MATH)
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionMathType",
                 "null descriptor or math type %d", mathType);
   desc->math = mathType;
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t desc,
-                                                      cudnnMathType_t* mathType) {
-  if (desc == nullptr || mathType == nullptr)
-    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionMathType", "null pointer");
-  *mathType = desc->math;
   return CUDNN_STATUS_SUCCESS;
 }
 
