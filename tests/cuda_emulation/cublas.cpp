@@ -13,6 +13,8 @@ struct cublasContext {
   cublasAtomicsMode_t atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
 };
 
+extern "C" void tunecnn_emu_check_stream(cudaStream_t, const char* call);  // cudart.cpp
+
 namespace {
 
 cublasStatus_t invalid(const char* fn, const char* what, long long value, const char* rule) {
@@ -47,6 +49,7 @@ cublasStatus_t gemm(const char* fn, cublasHandle_t handle, cublasOperation_t ta,
     std::fprintf(stderr, "fake cuBLAS: %s: null handle -> CUBLAS_STATUS_NOT_INITIALIZED\n", fn);
     return CUBLAS_STATUS_NOT_INITIALIZED;
   }
+  tunecnn_emu_check_stream(handle->stream, fn);  // a handle never given a stream uses stream 0
   const bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
   if (!valid_op(ta)) return invalid(fn, "transa", ta, "must be CUBLAS_OP_N, _T or _C");
   if (!valid_op(tb)) return invalid(fn, "transb", tb, "must be CUBLAS_OP_N, _T or _C");

@@ -1,8 +1,12 @@
 // The CUDA runtime calls tunecnn makes, on the host (-DTUNECNN_CUDA=EMULATE): device memory is
 // host memory, filled with 0xFF bytes (NaN) when allocated, every call completes before it
-// returns, and events read the steady clock. The device holds TUNECNN_EMU_DEVICE_BYTES (8 GiB by
+// returns, and events read the steady clock. Work on the legacy default stream once a
+// cudaStreamNonBlocking stream exists aborts with a message: on a GPU that work would not wait for
+// the other stream's (tunecnn queues everything on one non-blocking stream), a race that calls
+// completing in order would otherwise hide. The device holds TUNECNN_EMU_DEVICE_BYTES (8 GiB by
 // default); an allocation past that fails with cudaErrorMemoryAllocation, as on a full GPU.
 #include <cuda_runtime_api.h>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +19,7 @@ thread_local cudaError_t last_error = cudaSuccess;
 std::mutex mu;
 std::map<void*, size_t> live;
 size_t live_bytes = 0;
+std::atomic<bool> nonblocking_stream_exists{false};
 
 size_t capacity() {
   const char* s = std::getenv("TUNECNN_EMU_DEVICE_BYTES");
@@ -28,6 +33,15 @@ double now_ms() {
 }  // namespace
 
 extern "C" void tunecnn_emu_set_last_error(cudaError_t e) { last_error = e; }
+
+// Called by every emulated call that queues work (cudart, kernel launches, cuBLAS, cuDNN).
+extern "C" void tunecnn_emu_check_stream(cudaStream_t stream, const char* call) {
+  if (stream != nullptr || !nonblocking_stream_exists) return;
+  std::fprintf(stderr, "CUDA emulation: %s on the legacy default stream while a "
+               "cudaStreamNonBlocking stream exists; on a GPU it would not wait for that stream's "
+               "work (a race)\n", call);
+  std::abort();
+}
 
 extern "C" {
 cudaError_t cudaGetLastError() { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
@@ -84,24 +98,36 @@ cudaError_t cudaFree(void* p) {
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { *p = std::malloc(bytes ? bytes : 1); return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation); }
 cudaError_t cudaFreeHost(void* p) { std::free(p); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
+  tunecnn_emu_check_stream(s, "cudaMemcpyAsync");
   if (bytes && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k) { return cudaMemcpyAsync(dst, src, bytes, k, nullptr); }
-cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k) {
+  tunecnn_emu_check_stream(nullptr, "cudaMemcpy");
+  if (bytes && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {
+  tunecnn_emu_check_stream(s, "cudaMemsetAsync");
   if (bytes && dst == nullptr) return fail(cudaErrorInvalidValue);
   std::memset(dst, value, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { *s = reinterpret_cast<cudaStream_t>(new int(1)); return cudaSuccess; }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  *s = reinterpret_cast<cudaStream_t>(new int(1));
+  if (flags & cudaStreamNonBlocking) nonblocking_stream_exists = true;
+  return cudaSuccess;
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = reinterpret_cast<cudaEvent_t>(new Event); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { delete reinterpret_cast<Event*>(e); return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  tunecnn_emu_check_stream(s, "cudaEventRecord");
   auto* ev = reinterpret_cast<Event*>(e);
   ev->ms = now_ms(); ev->recorded = true;
   return cudaSuccess;

@@ -41,6 +41,8 @@ struct cudnnConvolutionStruct {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
+extern "C" void tunecnn_emu_check_stream(cudaStream_t, const char* call);  // cudart.cpp
+
 namespace {
 
 cudnnStatus_t fail(cudnnStatus_t status, const char* fn, const char* fmt, ...) {
@@ -318,6 +320,7 @@ cudnnStatus_t convolve(const char* fn, Dir d, cudnnHandle_t h, const void* alpha
   bool type_ok = false;
   if (const cudnnStatus_t s = geometry(fn, h, x, w, cv, y, &g, &type_ok); s != CUDNN_STATUS_SUCCESS)
     return s;
+  tunecnn_emu_check_stream(h->stream, fn);  // a handle never given a stream uses stream 0
   if (alpha == nullptr || beta == nullptr)
     return fail(CUDNN_STATUS_BAD_PARAM, fn, "null alpha or beta");
   if (in1 == nullptr || in2 == nullptr || out == nullptr)

@@ -14,6 +14,7 @@
 #endif
 
 extern "C" void tunecnn_emu_set_last_error(cudaError_t);  // cudart.cpp
+extern "C" void tunecnn_emu_check_stream(cudaStream_t, const char* call);  // cudart.cpp
 extern "C" void tunecnn_emu_switch(void** save_sp, void* load_sp);
 extern "C" [[noreturn]] void tunecnn_emu_fiber_entry();
 
@@ -185,8 +186,9 @@ void run_block(Block& b, uint3 index, bool reverse) {
 
 }  // namespace
 
-void launch(dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, cudaStream_t,
+void launch(dim3 grid, dim3 block, std::size_t dynamic_shared_bytes, cudaStream_t stream,
             const std::function<void()>& thread_body) {
+  tunecnn_emu_check_stream(stream, "a kernel launch");
   if (const char* error = configuration_error(grid, block, dynamic_shared_bytes)) {
     std::fprintf(stderr, "CUDA emulation: bad launch, %s: grid (%u,%u,%u), block (%u,%u,%u), "
                  "%zu bytes of dynamic shared memory\n", error, grid.x, grid.y, grid.z, block.x,

@@ -6,9 +6,11 @@
 // each running as far as it can first. So a kernel that reads shared memory without the barrier
 // that orders it sees stale data, a barrier not reached by every thread is reported, and a bad
 // launch configuration becomes cudaErrorInvalidConfiguration as on a GPU; TUNECNN_EMU_REVERSE=1
-// runs blocks and threads last first, so results that depend on their order change. What it
-// cannot show: races that reordering does not expose, timing, and anything of the real
-// cuBLAS/cuDNN beyond their documented contracts (cublas.cpp, cudnn.cpp).
+// runs blocks and threads last first, so results that depend on their order change. A launch on
+// the legacy default stream once a non-blocking stream exists aborts (cudart.cpp says why). What
+// it cannot show: races that reordering does not expose, a missing host/stream wait (every call
+// completes before it returns), timing, and anything of the real cuBLAS/cuDNN beyond their
+// documented contracts (cublas.cpp, cudnn.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>

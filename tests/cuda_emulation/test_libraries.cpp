@@ -2,7 +2,8 @@
 // GEMM (four op combinations, ld > rows, strided batch, beta == 0 over NaN, argument validation)
 // against a row-major reference; convolution forward against a direct reference, backward data
 // and filter by the transpose identity <conv(x,w), dy> == <x, bwd_data(w,dy)> ==
-// <w, bwd_filter(x,dy)>.
+// <w, bwd_filter(x,dy)>. Last, that work on the legacy default stream aborts once a non-blocking
+// stream exists.
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tests/cuda_emulation/device.h"  // last: it redefines CUDA's keywords for host code
 
 namespace tunecnn {
 namespace {
@@ -760,6 +763,93 @@ TEST_F(FakeCudnn, RejectsAnOutputDescriptorOfTheWrongSize) {
 
 TEST_F(FakeCudnn, RejectsInputChannelsTheFilterAndGroupsDoNotMatch) {
   for_each_conv([](const auto& c) { expect_wrong_input_channels_refused(c); });
+}
+
+// tunecnn queues all its GPU work on one cudaStreamNonBlocking stream. Work on the legacy default
+// stream does not wait for such a stream on a GPU, so the emulation aborts on it. Each case runs
+// in a death test's child, so the stream it creates leaves the other tests' default-stream calls
+// alone.
+cudaStream_t create_nonblocking_stream() {
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) std::abort();
+  return stream;
+}
+
+// Calls work(stream) once a non-blocking stream exists. (A call, so that the commas inside the
+// lambda do not split the death-test macro's arguments.)
+template <class Work>
+void with_a_nonblocking_stream(Work work) {
+  work(create_nonblocking_stream());
+}
+
+// C = A B on 1 x 1 matrices, on a handle given `stream`, or no stream at all.
+void one_by_one_sgemm(const cudaStream_t* stream) {
+  cublasHandle_t handle = nullptr;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) std::abort();
+  if (stream != nullptr && cublasSetStream(handle, *stream) != CUBLAS_STATUS_SUCCESS) std::abort();
+  const float a = 2, b = 3, one = 1, zero = 0;
+  float c = 0;
+  if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, &a, 1, &b, 1, &zero, &c, 1) !=
+          CUBLAS_STATUS_SUCCESS || c != 6)
+    std::abort();
+}
+
+// Every kind of queued work on the stream; exits 0 when each call succeeds.
+void queue_everything_on(cudaStream_t stream) {
+  float host = 1, *device = nullptr;
+  cudaEvent_t event = nullptr;
+  const bool ok = cudaMalloc(reinterpret_cast<void**>(&device), 4) == cudaSuccess &&
+                  cudaMemsetAsync(device, 0, 4, stream) == cudaSuccess &&
+                  cudaMemcpyAsync(&host, device, 4, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+                  cudaEventCreate(&event) == cudaSuccess &&
+                  cudaEventRecord(event, stream) == cudaSuccess && host == 0;
+  emu::launch(dim3(2), dim3(32), 0, stream, [] {});
+  one_by_one_sgemm(&stream);
+  std::exit(ok ? 0 : 1);
+}
+
+TEST(FakeCudaStreams, WorkOnTheNonBlockingStreamRuns) {
+  EXPECT_EXIT(with_a_nonblocking_stream(queue_everything_on), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(FakeCudaStreams, DefaultStreamWorkAbortsOnceANonBlockingStreamExists) {
+  static float host = 0, device = 0;  // static: the lambdas below need no capture
+  const std::string race = " on the legacy default stream while a cudaStreamNonBlocking stream exists";
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) {
+                 cudaMemsetAsync(&device, 0, 4, nullptr);
+               }),
+               "cudaMemsetAsync" + race);
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) {
+                 cudaMemcpyAsync(&host, &device, 4, cudaMemcpyDeviceToHost, nullptr);
+               }),
+               "cudaMemcpyAsync" + race);
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) {
+                 cudaMemcpy(&host, &device, 4, cudaMemcpyDeviceToHost);
+               }),
+               "cudaMemcpy" + race);
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) {
+                 cudaEvent_t event = nullptr;
+                 cudaEventCreate(&event);
+                 cudaEventRecord(event, nullptr);
+               }),
+               "cudaEventRecord" + race);
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) {
+                 emu::launch(dim3(1), dim3(1), 0, nullptr, [] {});
+               }),
+               "a kernel launch" + race);
+  EXPECT_DEATH(with_a_nonblocking_stream([](cudaStream_t) { one_by_one_sgemm(nullptr); }),
+               "cublasSgemm_v2" + race);
+}
+
+TEST_F(FakeCudnn, ConvolutionOnAHandleWithoutAStreamAbortsOnceANonBlockingStreamExists) {
+  //                      n  c  h  w  k  r  s  g pad stride dil
+  const Conv<float> c(handle_, {1, 2, 4, 4, 2, 3, 3, 1, 1, 1, 1});
+  ASSERT_NO_FATAL_FAILURE(set_descriptors(c));
+  std::vector<float> y(size_t(c.p.n) * c.p.k * c.p.oh() * c.p.ow());
+  EXPECT_DEATH(with_a_nonblocking_stream([&](cudaStream_t) {
+                 forward(c, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 1.0f, 0.0f, nullptr, 0, &y);
+               }),
+               "cudnnConvolutionForward on the legacy default stream");
 }
 
 }  // namespace
