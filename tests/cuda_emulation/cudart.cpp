@@ -43,6 +43,16 @@ extern "C" void tunecnn_emu_check_stream(cudaStream_t stream, const char* call) 
   std::abort();
 }
 
+namespace {
+// Both memcpy calls: the stream check names the caller.
+cudaError_t copy(void* dst, const void* src, size_t bytes, cudaStream_t stream, const char* call) {
+  tunecnn_emu_check_stream(stream, call);
+  if (bytes && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+}  // namespace
+
 extern "C" {
 cudaError_t cudaGetLastError() { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
 cudaError_t cudaPeekAtLastError() { return last_error; }
@@ -99,16 +109,10 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaMallocHost(void** p, size_t bytes) { *p = std::malloc(bytes ? bytes : 1); return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation); }
 cudaError_t cudaFreeHost(void* p) { std::free(p); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
-  tunecnn_emu_check_stream(s, "cudaMemcpyAsync");
-  if (bytes && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
-  std::memmove(dst, src, bytes);
-  return cudaSuccess;
+  return copy(dst, src, bytes, s, "cudaMemcpyAsync");
 }
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k) {
-  tunecnn_emu_check_stream(nullptr, "cudaMemcpy");
-  if (bytes && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
-  std::memmove(dst, src, bytes);
-  return cudaSuccess;
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  return copy(dst, src, bytes, nullptr, "cudaMemcpy");
 }
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {
   tunecnn_emu_check_stream(s, "cudaMemsetAsync");
