@@ -57,6 +57,15 @@ int cuda_device_count() {
   return count;
 }
 
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess) return count > 0 ? "" : "cudaGetDeviceCount found no CUDA device";
+  cudaGetLastError();
+  return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status) +
+         " (is the NVIDIA driver loaded, and as new as this build's CUDA runtime?)";
+}
+
 Allocator& cuda_allocator() {
   TUNECNN_CHECK(cuda_device_count() > 0, "no CUDA device is available (is the NVIDIA driver loaded?)");
   static CudaAllocator allocator;
@@ -101,6 +110,9 @@ void cuda_synchronize() { TUNECNN_CUDA_CHECK(cudaStreamSynchronize(cuda_stream()
 
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
+std::string cuda_unavailable_reason() {
+  return "this build has no CUDA backend (reconfigure with -DTUNECNN_CUDA=ON)";
+}
 
 Allocator& cuda_allocator() {
   TUNECNN_FAIL("this build of tunecnn has no CUDA backend; reconfigure with -DTUNECNN_CUDA=ON");

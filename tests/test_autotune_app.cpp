@@ -115,7 +115,7 @@ class AutotuneApp : public ::testing::Test {
 TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
   const Outcome overview = autotune({"--help"});
   EXPECT_EQ(overview.status, 0);
-  for (const std::string sub : {"profile", "calibrate", "show", "explain", "merge", "diff"}) {
+  for (const std::string sub : {"profile", "calibrate", "show", "explain", "merge", "fingerprint", "diff"}) {
     EXPECT_TRUE(contains(overview.out, "  " + sub)) << overview.out;
     const Outcome help = autotune({sub, "--help"});
     EXPECT_EQ(help.status, 0) << sub;
@@ -123,6 +123,15 @@ TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
     EXPECT_TRUE(contains(help.out, "--tune-cache")) << help.out;
     EXPECT_TRUE(contains(help.out, "--threads")) << help.out;
   }
+}
+
+TEST_F(AutotuneApp, FingerprintPrintsThisCpusSectionIdAndEveryField) {
+  const Outcome run = autotune({"fingerprint"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "cpu " + here_.id + "\n")) << run.out;
+  for (const auto& [name, value] : here_.fields)
+    EXPECT_TRUE(contains(run.out, "  " + name + ": " + value + "\n")) << name << " missing in:\n" << run.out;
+  EXPECT_EQ(autotune({"fingerprint", "extra"}).status, 2);
 }
 
 TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {

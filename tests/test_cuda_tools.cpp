@@ -39,7 +39,7 @@ bool gpu_present() { return cuda_device_count() > 0; }
 
 // What `--device cuda` must say on this machine when it has no GPU.
 std::string no_gpu_message() {
-  return cuda_built() ? "--device cuda: no CUDA device visible (cudaGetDeviceCount returned 0)"
+  return cuda_built() ? "--device cuda: no usable GPU: " + cuda_unavailable_reason()
                       : "--device cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON";
 }
 
@@ -192,6 +192,24 @@ TEST(AutotuneDevice, WithoutAGpuProfileAndCalibrateFailBeforeAnyWork) {
     EXPECT_EQ(run.out, "") << sub;  // nothing profiled or calibrated, nothing announced
     EXPECT_FALSE(fs::exists(file)) << sub;
   }
+}
+
+TEST(AutotuneDevice, FingerprintNamesTheGpuOrSaysWhyThereIsNone) {
+  const Outcome any = autotune({"fingerprint"});
+  ASSERT_EQ(any.status, 0) << any.err;
+  EXPECT_TRUE(contains(any.out, "cpu " + device_identity(Device::cpu).id)) << any.out;
+  const Outcome gpu = autotune({"fingerprint", "--device", "cuda"});
+  if (!gpu_present()) {
+    EXPECT_TRUE(contains(any.err, "no GPU: " + cuda_unavailable_reason())) << any.err;
+    EXPECT_EQ(gpu.status, 1);
+    EXPECT_TRUE(contains(gpu.err, no_gpu_message())) << gpu.err;
+    return;
+  }
+  ASSERT_EQ(gpu.status, 0) << gpu.err;
+  const DeviceIdentity card = device_identity(Device::cuda);
+  EXPECT_TRUE(contains(gpu.out, "gpu " + card.id + "\n")) << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, "  name: " + card.fields.at("name") + "\n")) << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, "  cudnn: " + card.fields.at("cudnn") + "\n")) << gpu.out;
 }
 
 TEST(CalibrationDevice, TransformsOnTheCpuAreUnchanged) {

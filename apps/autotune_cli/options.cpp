@@ -107,8 +107,7 @@ Device parse_device_option(const CommandLine& options) {
 void require_device(Device device) {
   if (device == Device::cpu) return;
   TUNECNN_CHECK(cuda_built(), "--device cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
-  TUNECNN_CHECK(cuda_device_count() > 0,
-                "--device cuda: no CUDA device visible (cudaGetDeviceCount returned 0)");
+  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no usable GPU: ", cuda_unavailable_reason());
 }
 
 DeviceIdentity this_device(Device device) { return device_identity(device); }

@@ -175,8 +175,7 @@ std::vector<std::string> parse_solver_list(const std::string& text, Device devic
 void require_bench_device(Device device, const std::string& option) {
   if (device == Device::cpu) return;
   TUNECNN_CHECK(cuda_built(), option, " cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
-  TUNECNN_CHECK(cuda_device_count() > 0, option,
-                " cuda: no CUDA device visible (cudaGetDeviceCount returned 0)");
+  TUNECNN_CHECK(cuda_device_count() > 0, option, " cuda: no usable GPU: ", cuda_unavailable_reason());
 }
 
 }  // namespace tunecnn
