@@ -14,6 +14,9 @@ elseif(NOT TUNECNN_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
     endif()
+    # One shared cudart for every library of the process: a static copy in each shared library
+    # (BUILD_SHARED_LIBS, the GPU package) would give each its own runtime state.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     # CUDA sources take the C++ standard (C++20), whose nvcc flag CMake 3.25 does not know yet.
     if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)

@@ -9,7 +9,9 @@ find_path(TUNECNN_CUDA_INCLUDE_DIR cuda_runtime_api.h HINTS /usr/local/cuda/incl
 find_path(TUNECNN_CUDNN_INCLUDE_DIR cudnn.h HINTS ${TUNECNN_CUDA_INCLUDE_DIR} REQUIRED)
 
 add_executable(cu_to_host ${TUNECNN_EMULATION_DIR}/cu_to_host.cpp)
-add_library(tunecnn_cuda_emulation STATIC
+# Static or shared like the project's libraries: linked statically into several shared ones, each
+# would hold its own emulated device.
+add_library(tunecnn_cuda_emulation
   ${TUNECNN_EMULATION_DIR}/device.cpp ${TUNECNN_EMULATION_DIR}/cudart.cpp
   ${TUNECNN_EMULATION_DIR}/cublas.cpp ${TUNECNN_EMULATION_DIR}/cudnn.cpp)
 target_include_directories(tunecnn_cuda_emulation PUBLIC ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,22 @@
+# `cmake --install` puts the programs in bin/ and, in a BUILD_SHARED_LIBS build, the project's
+# libraries in lib/ (found through the RPATH $ORIGIN/../lib). The component gpu_tests, installed
+# only when named, adds the GPU test executables in tests/: tools/package-gpu ships them so that
+# a GPU node without our build dependencies runs the GPU suites (gpu-check).
+install(TARGETS train autotune bench RUNTIME DESTINATION bin)
+
+if(BUILD_SHARED_LIBS)
+  set(tunecnn_libraries tunecnn_core tunecnn_ops tunecnn_autotune tunecnn_models tunecnn_datasets
+      tunecnn_training tunecnn_bench tunecnn_autotune_cli)
+  if(TUNECNN_CUDA_EMULATION)
+    list(APPEND tunecnn_libraries tunecnn_cuda_emulation)
+  endif()
+  install(TARGETS ${tunecnn_libraries} LIBRARY DESTINATION lib)
+endif()
+
+if(TUNECNN_TESTS AND TUNECNN_HAVE_CUDA)
+  set(tunecnn_gpu_tests test_cuda test_cuda_ops test_cuda_training test_cuda_conv test_cuda_tools)
+  if(TUNECNN_CUDA_EMULATION)
+    list(APPEND tunecnn_gpu_tests test_cuda_emulation)
+  endif()
+  install(TARGETS ${tunecnn_gpu_tests} RUNTIME DESTINATION tests COMPONENT gpu_tests EXCLUDE_FROM_ALL)
+endif()
