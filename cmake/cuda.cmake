@@ -11,9 +11,7 @@ elseif(NOT TUNECNN_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
-    endif()
+    set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "GPU architectures to compile for (90: H100/H200)")
     # One shared cudart for every library of the process: a static copy in each shared library
     # (BUILD_SHARED_LIBS, the GPU package) would give each its own runtime state.
     set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)

@@ -2,8 +2,10 @@
 report read off logs, gtest XML and CSVs written here as the real programs write them."""
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -79,6 +81,33 @@ class PlanTest(unittest.TestCase):
         self.assertIn("frobnicate", str(stop.exception))
 
 
+class RunStepTest(unittest.TestCase):
+    def run_step(self, commands, limit):
+        with tempfile.TemporaryDirectory() as logs:
+            step = gpu_check.Step("s", "tests", limit, [gpu_check.Command(f"c{i}", argv) for i, argv in enumerate(commands)])
+            gpu_check.run_step(step, dict(os.environ), Path(logs))
+            return step, {p.name: p.read_text() for p in Path(logs).iterdir()}
+
+    def test_commands_run_together_and_each_exit_status_counts(self):
+        step, logs = self.run_step([["sh", "-c", "echo hello"], ["true"]], 10)
+        self.assertEqual(step.status, "passed")
+        self.assertIn("hello", logs["c0.log"])
+        self.assertEqual(self.run_step([["true"], ["sh", "-c", "exit 3"]], 10)[0].status, "failed: c1 (exit 3)")
+        step, logs = self.run_step([["/nonexistent/program"]], 10)
+        self.assertEqual(step.status, "failed: c0 (could not start)")
+
+    def test_a_hang_costs_only_the_limit_and_its_whole_process_group_is_stopped(self):
+        with tempfile.TemporaryDirectory() as d:
+            marker = Path(d) / "child-lived"
+            # The grandchild would write the marker after the limit unless its group is killed.
+            step, logs = self.run_step([["sh", "-c", f"(sleep 3; touch {marker}) & sleep 60"]], 1)
+            self.assertLess(step.seconds, 10)
+            self.assertEqual(step.status, "timed out (c0)")
+            self.assertIn("stopped at the step's limit of 1 s", logs["c0.log"])
+            time.sleep(3)
+            self.assertFalse(marker.exists())
+
+
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="3" failures="1" disabled="0" errors="0" name="AllTests">
   <testsuite name="CudaOps" tests="3" failures="1">
@@ -142,6 +171,11 @@ class ReportTest(unittest.TestCase):
         self.assertAlmostEqual(rows[0]["tuned_over_pytorch_tf32_on"], 0.8)
         self.assertIsNone(rows[1]["pytorch_tf32_off_images_per_s"])
         self.assertIn("NOT met on cifar.", "\n".join(report.networks_section(run, rows)))
+        (self.out / "logs" / "plans-cifar.log").write_text("Segmentation fault\n")
+        rows = report.network_rows(run)
+        self.assertIn("met where measured; not measured on cifar.", "\n".join(report.networks_section(run, rows)))
+        run.steps.append(self.step("plans-alexnet", "plans", "not run"))
+        self.assertEqual([r["model"] for r in report.network_rows(run)], ["lenet", "cifar"])
 
     def test_summary_says_emulated_and_is_written_atomically_with_the_csvs(self):
         (self.out / "logs" / "plans-lenet.log").write_text("result device=cuda tuned_images_per_s=10.0 "
