@@ -56,9 +56,11 @@ tunecnn::CommandLine make_command_line() {
                              "with the CUDA backend)");
   cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
                              "mpirun starts on this host)");
-  cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt), written every epoch and on Ctrl-C");
+  cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt, and previous.ckpt before it), written "
+                                   "every epoch and on Ctrl-C; one holding an earlier run's needs --resume or --overwrite");
   cli.option("checkpoint-every", "0", "also checkpoint every N batches (0: only per epoch)");
-  cli.flag("resume", "continue from the checkpoint in --checkpoint-dir");
+  cli.flag("resume", "continue from the checkpoint in --checkpoint-dir (previous.ckpt when last.ckpt is corrupt)");
+  cli.flag("overwrite", "start afresh although --checkpoint-dir holds an earlier run's checkpoint");
   cli.option("log", "", "CSV file with one row per epoch");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
@@ -104,6 +106,7 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   o.checkpoint_dir = cli.get("checkpoint-dir");
   o.checkpoint_every = cli.get_int("checkpoint-every");
   o.resume = cli.has("resume");
+  o.overwrite = cli.has("overwrite");
   o.log_csv = cli.get("log");
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");

@@ -145,7 +145,7 @@ CheckpointData load_checkpoint(const std::filesystem::path& path) {
   std::uint32_t stored_crc;
   std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
   TUNECNN_CHECK(stored_crc == crc_of(bytes.data(), bytes.size() - 4), "checkpoint ", file,
-                " is corrupt (CRC mismatch); use an earlier checkpoint");
+                " is corrupt (CRC mismatch): it changed after it was written");
   const std::string body = bytes.substr(0, bytes.size() - 4);
   Decoder dec(body, file);
   char magic[sizeof kMagic];

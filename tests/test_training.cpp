@@ -217,6 +217,91 @@ TEST(Training, ResumeRefusesAnotherConfiguration) {
   }
 }
 
+std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The error a run throws, or "" when it throws none.
+std::string error_of(const TrainOptions& o) {
+  try {
+    run_quiet(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Training, AnEarlierRunsCheckpointIsNeitherOverwrittenNorIgnoredUnlessAsked) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(128);
+  o.epochs = 1;
+  o.checkpoint_dir = dir.path();
+  run_quiet(o);
+  const auto path = checkpoint_path(dir.path());
+  const std::string earlier = file_bytes(path);
+
+  o.on_batch_end = [](int, std::int64_t) { FAIL() << "refused runs must stop before training"; };
+  const std::string refused = error_of(o);
+  for (const char* part : {"holds an earlier run's checkpoint (--model lenet, 1 epochs done)", "--resume",
+                           "--overwrite", "last.ckpt"})
+    EXPECT_NE(refused.find(part), std::string::npos) << part << " missing in: " << refused;
+  EXPECT_EQ(file_bytes(path), earlier);
+
+  o.on_batch_end = nullptr;
+  o.overwrite = true;
+  o.seed = 2;
+  EXPECT_EQ(error_of(o), "");
+  EXPECT_EQ(load_checkpoint(path).value("seed"), "2");
+}
+
+TEST(Training, ACheckpointFolderThatCannotBeOneFailsBeforeTraining) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "not-a-folder";
+  std::ofstream(file) << "a user's file";
+  TrainOptions o = mnist_options(128);
+  o.epochs = 1;
+  o.on_batch_end = [](int, std::int64_t) { FAIL() << "must stop before training"; };
+  o.checkpoint_dir = file;
+  EXPECT_NE(error_of(o).find("is a file, not a folder"), std::string::npos) << error_of(o);
+  EXPECT_EQ(file_bytes(file), "a user's file");
+  o.checkpoint_dir = file / "sub";
+  EXPECT_NE(error_of(o).find("cannot create it"), std::string::npos) << error_of(o);
+}
+
+TEST(Training, ResumeFallsBackToThePreviousCheckpointWhenTheLastIsCorrupt) {
+  testing::TempDir dir;
+  TrainOptions o = mnist_options(128);
+  o.checkpoint_dir = dir.path();
+  TrainResult full;
+  run_quiet(o, &full);
+  ASSERT_EQ(full.status, TrainStatus::completed) << full.message;
+  EXPECT_EQ(load_checkpoint(previous_checkpoint_path(dir.path())).value("epoch"), "1");
+  EXPECT_EQ(load_checkpoint(checkpoint_path(dir.path())).value("epoch"), "2");
+
+  std::string damaged = file_bytes(checkpoint_path(dir.path()));
+  damaged[damaged.size() / 2] ^= 0x5a;
+  std::ofstream(checkpoint_path(dir.path()), std::ios::binary | std::ios::trunc) << damaged;
+  o.resume = true;
+  o.quiet = false;
+  TrainResult resumed;
+  const std::string out = run_quiet(o, &resumed);
+  ASSERT_EQ(resumed.status, TrainStatus::completed) << resumed.message;
+  EXPECT_NE(out.find("CRC mismatch"), std::string::npos) << out;
+  EXPECT_NE(out.find("resuming from the checkpoint before it, " + previous_checkpoint_path(dir.path()).string()),
+            std::string::npos) << out;
+  ASSERT_EQ(resumed.epochs.size(), 1u);  // epoch 2 again, from epoch 1's state: the same result
+  EXPECT_EQ(resumed.epochs[0].epoch, 2);
+  EXPECT_DOUBLE_EQ(resumed.epochs[0].train_loss, full.epochs[1].train_loss);
+  // The damaged file was replaced, not kept as the previous checkpoint.
+  EXPECT_EQ(load_checkpoint(previous_checkpoint_path(dir.path())).value("epoch"), "1");
+  EXPECT_EQ(load_checkpoint(checkpoint_path(dir.path())).value("epoch"), "2");
+
+  std::filesystem::remove(checkpoint_path(dir.path()));
+  std::filesystem::remove(previous_checkpoint_path(dir.path()));
+  EXPECT_NE(error_of(o).find("--resume: no checkpoint in"), std::string::npos) << error_of(o);
+}
+
 TEST(Training, CsvLogHasHeaderAndOneRowPerEpoch) {
   testing::TempDir dir;
   TrainOptions o = mnist_options(256);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -138,6 +140,7 @@ class Run {
   int epoch_ = 0;               // 0-based epoch in progress
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
+  bool resumed_from_previous_ = false;  // last.ckpt was unreadable: the next save replaces it
   // Time this run's part of the epoch spent waiting for the loader: not in checkpoints, since a
   // resumed epoch waits differently; it tells whether decoding keeps up with the steps.
   double data_wait_seconds_ = 0;
@@ -148,6 +151,8 @@ class Run {
 
   void setup();
   void check_device() const;
+  void check_checkpoint_dir() const;
+  CheckpointData load_resume_checkpoint(std::filesystem::path& path) const;
   Variable input_of(const Batch& batch);
   void install_tuner();
   void prepare_plans();
@@ -170,10 +175,38 @@ void Run::check_device() const {
   if (o_.device == Device::cpu) return;
   TUNECNN_CHECK(cuda_built(), "--device cuda: this build of tunecnn has no CUDA backend; "
                 "reconfigure with -DTUNECNN_CUDA=ON (needs the CUDA toolkit)");
-  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no CUDA device is available (is the NVIDIA "
-                "driver loaded? nvidia-smi should list the GPU)");
+  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no usable GPU: ", cuda_unavailable_reason());
   TUNECNN_CHECK(!dp_.active(), "--device cuda under mpirun is not supported yet: data-parallel "
                 "training runs on CPUs only (train one process per GPU without mpirun)");
+}
+
+// Before the data loads: the checkpoint folder is a folder we can write, and a checkpoint an
+// earlier run left there (possibly after days of training) is continued or replaced only when
+// asked. Rank 0 writes the checkpoints, so rank 0 checks.
+void Run::check_checkpoint_dir() const {
+  namespace fs = std::filesystem;
+  const fs::path& dir = o_.checkpoint_dir;
+  if (dir.empty() || !dp_.comm().is_root()) return;
+  TUNECNN_CHECK(!fs::exists(dir) || fs::is_directory(dir), "--checkpoint-dir ", dir.string(),
+                " is a file, not a folder: name a folder (it is created when missing)");
+  std::error_code error;
+  fs::create_directories(dir, error);
+  TUNECNN_CHECK(!error, "--checkpoint-dir ", dir.string(), ": cannot create it: ", error.message());
+  const fs::path probe = dir / ".tunecnn-write-test";
+  TUNECNN_CHECK(std::ofstream(probe).good(), "--checkpoint-dir ", dir.string(),
+                " is not writable: checkpoints could not be saved there");
+  fs::remove(probe, error);
+  if (o_.resume || o_.overwrite || !fs::exists(checkpoint_path(dir))) return;
+  std::string what = "an earlier run's checkpoint";
+  try {
+    const CheckpointData earlier = load_checkpoint(checkpoint_path(dir));
+    what += " (--model " + earlier.value("model") + ", " + earlier.value("epoch") + " epochs done)";
+  } catch (const Error&) {
+    what += " (unreadable)";
+  }
+  TUNECNN_FAIL("--checkpoint-dir ", dir.string(), " holds ", what, " in ", checkpoint_path(dir).string(),
+               ": continue it with --resume, start afresh with --overwrite (it is replaced at the "
+               "first save), or name another folder");
 }
 
 // The batch where the model is: uploaded through the pinned buffers on the GPU.
@@ -184,6 +217,7 @@ Variable Run::input_of(const Batch& batch) {
 
 void Run::setup() {
   check_device();
+  check_checkpoint_dir();
   set_num_threads(dp_.threads_per_rank(o_.threads));
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
@@ -289,15 +323,43 @@ void Run::save(const std::string& why) {
   add_module_state(*model_, data);
   for (auto& [name, tensor] : sgd_->state()) data.tensors.emplace_back("sgd/" + name, tensor);
   const auto path = checkpoint_path(o_.checkpoint_dir);
+  // The last checkpoint becomes the previous one before the new one is written: should this
+  // write fail or the new file later prove corrupt, --resume still has one to fall back to.
+  // After a resume from previous.ckpt, last.ckpt is the bad one: replaced, not kept.
+  if (std::filesystem::exists(path) && !resumed_from_previous_)
+    std::filesystem::rename(path, previous_checkpoint_path(o_.checkpoint_dir));
+  resumed_from_previous_ = false;
   save_checkpoint(path, data);
   if (talk_) out_ << "checkpoint saved to " << path.string() << " (" << why << ")\n";
 }
 
-void Run::resume() {
-  const auto path = checkpoint_path(o_.checkpoint_dir);
+// last.ckpt, else previous.ckpt with a warning when last.ckpt is missing or unreadable; `path`
+// says which.
+CheckpointData Run::load_resume_checkpoint(std::filesystem::path& path) const {
   TUNECNN_CHECK(!o_.checkpoint_dir.empty(), "--resume needs --checkpoint-dir DIR");
-  TUNECNN_CHECK(std::filesystem::exists(path), "--resume: no checkpoint at ", path.string());
-  const CheckpointData data = load_checkpoint(path);
+  const auto last = checkpoint_path(o_.checkpoint_dir), previous = previous_checkpoint_path(o_.checkpoint_dir);
+  TUNECNN_CHECK(std::filesystem::exists(last) || std::filesystem::exists(previous),
+                "--resume: no checkpoint in ", o_.checkpoint_dir.string(), " (neither ", last.filename().string(),
+                " nor ", previous.filename().string(), ")");
+  std::string problem = "there is no " + last.string();
+  if (std::filesystem::exists(last)) {
+    try {
+      path = last;
+      return load_checkpoint(last);
+    } catch (const Error& e) {
+      if (!std::filesystem::exists(previous)) throw;
+      problem = e.what();
+    }
+  }
+  if (talk_) out_ << "warning: " << problem << "; resuming from the checkpoint before it, " << previous.string() << "\n";
+  path = previous;
+  return load_checkpoint(previous);
+}
+
+void Run::resume() {
+  std::filesystem::path path;
+  const CheckpointData data = load_resume_checkpoint(path);
+  resumed_from_previous_ = path == previous_checkpoint_path(o_.checkpoint_dir);
   const std::string source = "checkpoint " + path.string();
   TUNECNN_CHECK(data.value("format") == "tunecnn-train", source, " is not a training checkpoint");
   struct Setting {
@@ -558,6 +620,7 @@ void install_interrupt_handler() {
 }
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir) { return dir / "last.ckpt"; }
+std::filesystem::path previous_checkpoint_path(const std::filesystem::path& dir) { return dir / "previous.ckpt"; }
 
 TrainResult train(const TrainOptions& options, std::ostream& out) {
   Run run(options, out);

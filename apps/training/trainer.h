@@ -39,6 +39,9 @@ struct TrainOptions {
   std::filesystem::path checkpoint_dir;  // empty: no checkpoints
   std::int64_t checkpoint_every = 0;     // batches between mid-epoch checkpoints; 0: per epoch
   bool resume = false;
+  // Start afresh although --checkpoint-dir holds an earlier run's checkpoint (it is replaced at
+  // the first save); without it such a run is refused before anything slow happens.
+  bool overwrite = false;
   std::filesystem::path log_csv;         // empty: no CSV log
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
@@ -84,5 +87,8 @@ void install_interrupt_handler();
 TrainResult train(const TrainOptions& options, std::ostream& out);
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir);  // DIR/last.ckpt
+// DIR/previous.ckpt: the checkpoint before last.ckpt, which --resume falls back to when last.ckpt
+// is missing or corrupt (a crash or a full disk while it was replaced).
+std::filesystem::path previous_checkpoint_path(const std::filesystem::path& dir);
 
 }  // namespace tunecnn
