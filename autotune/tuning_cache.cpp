@@ -518,9 +518,19 @@ void create_parent(const fs::path& path) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
 }
 
+// The cache is a file we may replace and, when unreadable, move aside. A folder (or a device, a
+// socket) at its path is the user's: refused before anything reads, moves or writes it.
+void require_cache_file(const fs::path& path) {
+  const fs::file_status status = fs::status(path);
+  if (!fs::exists(status) || fs::is_regular_file(status)) return;
+  TUNECNN_FAIL("the tuning cache ", path.string(), " is ", fs::is_directory(status) ? "a folder" : "not a regular file",
+               ": name a file (--tune-cache FILE, or $TUNECNN_TUNE_CACHE); it is left as it is");
+}
+
 }  // namespace
 
 LoadedTuningCache load_tuning_cache(const fs::path& path) {
+  require_cache_file(path);
   LoadedTuningCache loaded;
   std::string problem;
   try {
@@ -544,6 +554,7 @@ LoadedTuningCache load_tuning_cache(const fs::path& path) {
 }
 
 void save_tuning_cache(const TuningCache& cache, const fs::path& path) {
+  require_cache_file(path);
   create_parent(path);
   CacheLock lock(path);
   write_file_atomically(path, cache.to_yaml());
@@ -551,6 +562,7 @@ void save_tuning_cache(const TuningCache& cache, const fs::path& path) {
 
 LoadedTuningCache update_tuning_cache_file(const fs::path& path,
                                            const std::function<void(TuningCache&)>& fn) {
+  require_cache_file(path);
   create_parent(path);
   CacheLock lock(path);
   LoadedTuningCache loaded = read_or_set_aside(path, accept_any_solver);

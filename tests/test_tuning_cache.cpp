@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -285,6 +286,28 @@ TEST(TuningCache, NewerVersionSetAside) {
 TEST(TuningCache, ForeignFormatSetAside) {
   expect_set_aside("format: something-else\nversion: 1\ndevices: []\n", "not a tunecnn");
   expect_set_aside("- just\n- a list\n", "not a tunecnn");
+}
+
+TEST(TuningCache, AFolderAtTheCachePathIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const fs::path folder = dir.path() / "my-results";
+  fs::create_directories(folder);
+  write_bytes(folder / "notes.txt", "a user's file");
+  const std::vector<std::function<void()>> uses = {
+      [&] { load_tuning_cache(folder); }, [&] { save_tuning_cache(sample_cache(), folder); },
+      [&] { update_tuning_cache_file(folder, [](TuningCache&) {}); }};
+  for (const auto& use : uses) {
+    try {
+      use();
+      ADD_FAILURE() << "a folder must not serve as the tuning cache";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(folder.string() + " is a folder: name a file"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(read_bytes(folder / "notes.txt"), "a user's file");
+  EXPECT_TRUE(siblings(folder, ".corrupt-").empty());
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
 }
 
 TEST(TuningCache, SecondBadFileGetsItsOwnName) {
