@@ -247,6 +247,13 @@ CandidateResult parse_candidate(const YAML::Node& node) {
   // Absent in caches written before the field and for every deterministic candidate.
   if (node["deterministic"]) c.deterministic = scalar<bool>(node, "deterministic");
   if (c.runs < 0) TUNECNN_FAIL("candidate ", c.solver, " has negative runs");
+  // A negative time would make the planner pick the slowest candidate, and a NaN one fail to
+  // compare: the entry is skipped and profiled again instead.
+  for (const char* name : {"median_ms", "spread_ms"}) {
+    const double ms = name == std::string_view("median_ms") ? c.median_ms : c.spread_ms;
+    if (!std::isfinite(ms) || ms < 0)
+      TUNECNN_FAIL("candidate ", c.solver, " has ", name, " ", node[name].Scalar(), " (needs a finite time >= 0)");
+  }
   return c;
 }
 

@@ -329,6 +329,8 @@ TEST(TuningCache, BadEntriesSkippedRestKept) {
   cache.put("cpu-1", kFingerprint, make_entry("unknown solver"));
   cache.put("cpu-1", kFingerprint, make_entry("bad runs"));
   cache.put("cpu-1", kFingerprint, make_entry("bad layout"));
+  cache.put("cpu-1", kFingerprint, make_entry("nan time"));
+  cache.put("cpu-1", kFingerprint, make_entry("negative time"));
   std::string text = cache.to_yaml();
   const auto replace_after = [&text](const std::string& key, const std::string& from,
                                      const std::string& to) {
@@ -339,13 +341,18 @@ TEST(TuningCache, BadEntriesSkippedRestKept) {
   replace_after("unknown solver", "solver: mec", "solver: warp_drive");
   replace_after("bad runs", "runs: 10", "runs: many");
   replace_after("bad layout", "layout: NCHW", "layout: NWHC");
+  replace_after("nan time", "median_ms: 1.25", "median_ms: .nan");
+  replace_after("negative time", "spread_ms: 0.0625", "spread_ms: -0.0625");
 
   TempDir dir;
   const fs::path path = dir.path() / "tuning.yaml";
   write_bytes(path, text);
   const LoadedTuningCache loaded = load_tuning_cache(path);
-  ASSERT_EQ(loaded.warnings.size(), 3u);
+  ASSERT_EQ(loaded.warnings.size(), 5u);
   EXPECT_TRUE(mentions(loaded.warnings, "warp_drive"));
+  EXPECT_TRUE(mentions(loaded.warnings, "'nan time'"));
+  EXPECT_TRUE(mentions(loaded.warnings, "median_ms .nan (needs a finite time >= 0)"));
+  EXPECT_TRUE(mentions(loaded.warnings, "spread_ms -0.0625 (needs a finite time >= 0)"));
   EXPECT_TRUE(mentions(loaded.warnings, "runs"));
   EXPECT_TRUE(mentions(loaded.warnings, "NWHC"));
   EXPECT_TRUE(mentions(loaded.warnings, path.string()));
