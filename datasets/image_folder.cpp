@@ -41,6 +41,10 @@ struct DecodedImage {
 namespace {
 
 constexpr int kChannels = 3;
+// The most pixels a file may claim: its header is read before anything is decoded, so a small
+// file that claims 20000x20000 (1.2 GB of RGB) is skipped rather than decoded. 64 Mpixel passes
+// any photograph of ImageNet's (the largest is about 17 Mpixel).
+constexpr std::int64_t kMaxPixels = std::int64_t{64} << 20;
 // torchvision's ImageNet evaluation: resize to 256, crop 224.
 constexpr int kResizeNumerator = 256, kResizeDenominator = 224;
 constexpr float kMean[kChannels] = {0.485f, 0.456f, 0.406f};
@@ -84,6 +88,10 @@ std::string decode_image(const fs::path& path, DecodedImage& out) {
   thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
   if (std::string why = read_file(path, bytes); !why.empty()) return why;
   int width = 0, height = 0, channels_in_file = 0;
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file) &&
+      std::int64_t{width} * height > kMaxPixels)
+    return "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, over the " +
+           std::to_string(kMaxPixels >> 20) + " Mpixel a decoded image may have";
   stbi_uc* rgb = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width,
                                        &height, &channels_in_file, kChannels);
   if (rgb == nullptr) {

@@ -11,8 +11,9 @@
 //   flat: ROOT/SPLIT/*.JPEG plus a labels file of `filename label` lines, label a class name
 //     (wnid) or a 0-based class index; blank lines and # comments are ignored. The class list
 //     comes from ImageFolderOptions::classes (the training split's classes()).
-// A file that does not decode is named in one warning, counted (skipped_files()) and replaced by
-// the next file (wrapping) that decodes, so a batch stays full and training goes on.
+// A file that does not decode, or whose header claims more pixels than a photograph has (read
+// before decoding), is named in one warning, counted (skipped_files()) and replaced by the next
+// file (wrapping) that decodes, so a batch stays full and training goes on.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>

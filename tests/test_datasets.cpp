@@ -1020,6 +1020,31 @@ TEST(ImageFolder, CorruptFilesAreWarnedOnceCountedAndReplaced) {
   EXPECT_NE(warnings.messages[0].find("stb_image"), std::string::npos) << warnings.messages[0];
 }
 
+// A real JPEG whose frame header is edited to claim 20000x20000: skipped before decoding (which
+// would take 1.2 GB), named in a warning with the size, and replaced like an undecodable file.
+TEST(ImageFolder, AFileClaimingHugeDimensionsIsSkippedWithoutDecoding) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 1);
+  const fs::path huge = dir.path() / "train" / kImagenetteClasses[0] / "z_huge.JPEG";
+  Bytes bytes = read_all(kGoodJpeg);
+  std::size_t frame = 0;  // the SOF0 or SOF2 marker: FF C0/C2, length, precision, height, width
+  for (std::size_t i = 0; i + 9 < bytes.size() && frame == 0; ++i)
+    if (bytes[i] == 0xFF && (bytes[i + 1] == 0xC0 || bytes[i + 1] == 0xC2)) frame = i;
+  ASSERT_NE(frame, 0u) << "no frame header in " << kGoodJpeg;
+  for (std::size_t at : {frame + 5, frame + 7}) bytes[at] = 20000 >> 8, bytes[at + 1] = 20000 & 0xFF;
+  write_plain(huge, bytes);
+
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  ASSERT_EQ(data->files().back().path, huge);
+  EXPECT_EQ(pixels_of(*data, data->size() - 1), pixels_of(*data, 0)) << "replaced by the next file (wrapping)";
+  EXPECT_EQ(data->skipped_files(), 1);
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find(huge.string()), std::string::npos) << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find("claims 20000x20000 pixels, over the 64 Mpixel"), std::string::npos)
+      << warnings.messages[0];
+}
+
 TEST(ImageFolder, NoDecodableImageIsAnErrorNamingTheFolder) {
   testing::TempDir dir;
   const fs::path cls = dir.path() / "train" / "a";
