@@ -194,7 +194,8 @@ void usage() {
                "  data    the input pipeline alone: images/s a DataLoader serves for train --data "
                "(bench data --help)\n"
                "  scaling data-parallel scaling: bench train under mpirun with 1, 2, ... processes, "
-               "images/s, speedup and efficiency (bench scaling --help)\n";
+               "images/s, speedup and efficiency (bench scaling --help)\n\n"
+               "Exit status: 0 done, 1 error, 2 bad command line.\n";
 }
 
 }  // namespace
@@ -214,6 +215,9 @@ int main(int argc, char** argv) {
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";
+    return 2;
+  } catch (const tunecnn::UsageError& e) {
+    std::cerr << "bench: error: " << e.message() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "bench: error: " << tunecnn::user_message(e) << "\n";

@@ -23,7 +23,9 @@ tunecnn::CommandLine make_command_line() {
                                     "train ... runs P processes on one global batch of --batch-size "
                                     "examples (each process a 1/P share); rank 0 tunes, prints and "
                                     "writes checkpoints." + std::string(tunecnn::mpi_built() ? "" :
-                                    " (This build has no MPI: install libopenmpi-dev and rebuild.)"));
+                                    " (This build has no MPI: install libopenmpi-dev and rebuild.)") +
+                                    "\nExit status: 0 trained, 1 error, 2 bad command line, 3 the loss "
+                                    "diverged (NaN), 130 stopped by Ctrl-C.");
   cli.option("model", "lenet", "model to train: " + models + " (mobilenet-W-R: width W 1.0, "
                                "0.75, 0.5 or 0.25, resolution R 224, 192, 160 or 128, e.g. "
                                "mobilenet-0.5-128)");
@@ -134,6 +136,17 @@ tunecnn::TrainOptions options_from(const tunecnn::CommandLine& cli) {
   return o;
 }
 
+// options_from's checks are all about the command line: a failure is the user's to fix.
+tunecnn::TrainOptions checked_options(const tunecnn::CommandLine& cli) {
+  try {
+    return options_from(cli);
+  } catch (const tunecnn::UsageError&) {
+    throw;
+  } catch (const tunecnn::Error& e) {
+    throw tunecnn::UsageError(e.message());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,7 +154,7 @@ int main(int argc, char** argv) {
   try {
     tunecnn::CommandLine cli = make_command_line();
     if (!cli.parse(argc, argv)) return 0;
-    tunecnn::TrainOptions options = options_from(cli);
+    tunecnn::TrainOptions options = checked_options(cli);
     comm = tunecnn::make_communicator();
     comm->set_timeout_seconds(cli.get_double("collective-timeout"));
     TUNECNN_CHECK(comm->timeout_seconds() > 0, "--collective-timeout must be positive");
@@ -154,6 +167,9 @@ int main(int argc, char** argv) {
       case tunecnn::TrainStatus::interrupted: if (talk) std::cerr << "train: " << result.message << "\n"; return 130;
       case tunecnn::TrainStatus::diverged: if (talk) std::cerr << "train: error: " << result.message << "\n"; return 3;
     }
+  } catch (const tunecnn::UsageError& e) {
+    std::cerr << "train: error: " << e.message() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     // With other ranks waiting in a collective, returning would leave them to time out: end the
     // whole job now, with this rank's reason.

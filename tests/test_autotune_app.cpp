@@ -142,7 +142,7 @@ TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {
   const Outcome unknown = autotune({"frobnicate"});
   EXPECT_EQ(unknown.status, 2);
   EXPECT_TRUE(contains(unknown.err, "unknown subcommand 'frobnicate'")) << unknown.err;
-  EXPECT_TRUE(contains(unknown.err, "profile, calibrate, show, explain, merge, diff"))
+  EXPECT_TRUE(contains(unknown.err, "profile, calibrate, show, explain, merge, fingerprint, diff"))
       << unknown.err;
 
   const Outcome option = autotune({"show", "--bogus", "x.yaml"});

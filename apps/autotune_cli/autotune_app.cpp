@@ -45,7 +45,9 @@ std::string overview() {
     left.resize(13, ' ');
     text += left + std::string(sub.summary) + "\n";
   }
-  return text + "\n`autotune SUBCOMMAND --help` lists a subcommand's options.\n";
+  return text + "\n`autotune SUBCOMMAND --help` lists a subcommand's options.\n"
+                "Exit status: 0 done, 1 error, 2 bad command line (diff: 1 when the caches differ, "
+                "2 on trouble).\n";
 }
 
 const Subcommand* find_subcommand(std::string_view name) {

@@ -14,12 +14,6 @@
 
 namespace tunecnn {
 
-// A command line the user must fix (exit status 2), as opposed to a failure while running.
-class UsageError : public Error {
- public:
-  using Error::Error;
-};
-
 class SubcommandLine {
  public:
   // usage: "autotune show [F]"; summary: what the subcommand does, printed under --help.

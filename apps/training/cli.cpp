@@ -1,5 +1,6 @@
 #include "apps/training/cli.h"
 
+#include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -62,22 +63,24 @@ bool CommandLine::parse(int argc, const char* const* argv) {
       std::cout << help();
       return false;
     }
-    TUNECNN_CHECK(arg.rfind("--", 0) == 0, "unexpected argument '", arg,
-                  "' (options start with --; see --help)");
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (options start with --; see --help)");
     std::string name = arg.substr(2), value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
     auto spec = specs_.find(name);
-    TUNECNN_CHECK(spec != specs_.end(), "unknown option --", name, " (see --help)");
+    if (spec == specs_.end()) throw UsageError("unknown option --" + name + " (see --help)");
     if (spec->second.is_flag) {
       values_[name] = "1";
       continue;
     }
-    if (value.empty()) {
-      TUNECNN_CHECK(i + 1 < argc, "option --", name, " needs a value");
+    if (value.empty() && arg.find('=') == std::string::npos) {
+      if (i + 1 >= argc) throw UsageError("option --" + name + " needs a value");
       value = argv[++i];
+      if (value.rfind("--", 0) == 0)
+        throw UsageError("option --" + name + " needs a value, but the next argument is the option " + value +
+                         " (write --" + name + "=VALUE for a value that starts with --)");
     }
     values_[name] = value;
   }
@@ -95,8 +98,8 @@ int CommandLine::get_int(const std::string& name) const {
   const std::string text = get(name);
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
-  TUNECNN_CHECK(!text.empty() && *end == '\0', "--", name, " expects a whole number, got '",
-                text, "'");
+  if (text.empty() || *end != '\0' || value < INT_MIN || value > INT_MAX)
+    throw UsageError("--" + name + " expects a whole number, got '" + text + "'");
   return static_cast<int>(value);
 }
 
@@ -104,8 +107,7 @@ double CommandLine::get_double(const std::string& name) const {
   const std::string text = get(name);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  TUNECNN_CHECK(!text.empty() && *end == '\0', "--", name, " expects a number, got '",
-                text, "'");
+  if (text.empty() || *end != '\0') throw UsageError("--" + name + " expects a number, got '" + text + "'");
   return value;
 }
 

@@ -7,9 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/types.h"
 
 namespace tunecnn {
+
+// A command line the user must fix, as opposed to a failure while running. Every program exits
+// with status 2 for one (1 for other errors), as getopt-style tools do.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 
 // A whole non-negative integer such as "1048576"; nullopt for anything else, so each app reports
 // the error in its own way.
@@ -28,10 +36,12 @@ class CommandLine {
   void option(const std::string& name, const std::string& default_value, const std::string& help);
   void flag(const std::string& name, const std::string& help);
   // Parses argv; returns false when --help was asked (help is then printed to stdout).
-  // Throws Error on an unknown option or a missing value.
+  // Throws UsageError on an unknown option or a missing value (an option where its value should
+  // be, as in `--epochs --batch-size 8`, counts as missing: --name=VALUE takes any value).
   bool parse(int argc, const char* const* argv);
 
   std::string get(const std::string& name) const;
+  // UsageError naming the option when its value is not a number.
   int get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
   bool has(const std::string& name) const;  // a flag was given, or a value option is non-empty

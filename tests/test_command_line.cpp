@@ -1,0 +1,109 @@
+// The command line every program shares (apps/training/cli.h), and the one exit-status
+// convention of train, bench and autotune: 0 done, 1 error, 2 a command line to fix.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/training/cli.h"
+
+namespace tunecnn {
+namespace {
+
+CommandLine example() {
+  CommandLine cli("prog", "a test program");
+  cli.option("epochs", "2", "epochs");
+  cli.option("batch-size", "64", "batch");
+  cli.option("lr", "0.02", "rate");
+  cli.flag("resume", "resume");
+  return cli;
+}
+
+// The UsageError message parsing `args` throws, or "" when it parses.
+std::string usage_error(std::vector<const char*> args) {
+  args.insert(args.begin(), "prog");
+  CommandLine cli = example();
+  try {
+    cli.parse(static_cast<int>(args.size()), args.data());
+  } catch (const UsageError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(CommandLine, ValuesFlagsAndDefaults) {
+  CommandLine cli = example();
+  const std::array<const char*, 6> args = {"prog", "--epochs", "5", "--lr=-0.5", "--resume", "--batch-size=--x"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(args.size()), args.data()));
+  EXPECT_EQ(cli.get_int("epochs"), 5);
+  EXPECT_DOUBLE_EQ(cli.get_double("lr"), -0.5);
+  EXPECT_TRUE(cli.has("resume"));
+  EXPECT_EQ(cli.get("batch-size"), "--x") << "--name=VALUE takes any value";
+}
+
+TEST(CommandLine, AnOptionWhereAValueShouldBeIsAnErrorNamingBoth) {
+  EXPECT_EQ(usage_error({"--epochs", "--batch-size", "8"}),
+            "option --epochs needs a value, but the next argument is the option --batch-size "
+            "(write --epochs=VALUE for a value that starts with --)");
+  EXPECT_EQ(usage_error({"--epochs"}), "option --epochs needs a value");
+  EXPECT_EQ(usage_error({"--epoch", "3"}), "unknown option --epoch (see --help)");
+  EXPECT_EQ(usage_error({"3"}), "unexpected argument '3' (options start with --; see --help)");
+  EXPECT_EQ(usage_error({"--lr", "-1"}), "") << "a negative number is a value";
+}
+
+TEST(CommandLine, ANumberThatIsNotOneIsAUsageError) {
+  CommandLine cli = example();
+  const std::array<const char*, 5> args = {"prog", "--epochs", "two", "--lr", "0.1x"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(args.size()), args.data()));
+  EXPECT_THROW(cli.get_int("epochs"), UsageError);
+  EXPECT_THROW(cli.get_double("lr"), UsageError);
+  const std::array<const char*, 3> huge = {"prog", "--epochs", "99999999999"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(huge.size()), huge.data()));
+  EXPECT_THROW(cli.get_int("epochs"), UsageError);
+}
+
+struct Outcome {
+  int status;
+  std::string output;
+};
+
+Outcome run(const std::string& command) {
+  Outcome o{-1, ""};
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return o;
+  std::array<char, 4096> buffer;
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) o.output += buffer.data();
+  const int status = pclose(pipe);
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+TEST(ExitStatus, EveryProgramExitsTwoForABadCommandLineAndSaysWhy) {
+  const std::string train = TUNECNN_TRAIN_BINARY, bench = TUNECNN_BENCH_BINARY,
+                    autotune = TUNECNN_AUTOTUNE_BINARY;
+  for (const auto& [command, says] : std::vector<std::pair<std::string, std::string>>{
+           {train + " --epochs --batch-size 8", "train: error: option --epochs needs a value, but the next "
+                                                "argument is the option --batch-size"},
+           {train + " --frobnicate", "train: error: unknown option --frobnicate"},
+           {train + " --epochs 0", "train: error: --epochs must be positive, got 0"},
+           {train + " --epochs two", "train: error: --epochs expects a whole number, got 'two'"},
+           {bench + " train --frobnicate", "bench: error: unknown option --frobnicate"},
+           {bench + " conv --batch", "bench: error: option --batch needs a value"},
+           {bench + " frobnicate", "bench: unknown command 'frobnicate'"},
+           {autotune + " show --frobnicate", "autotune show: error: unknown option --frobnicate"}}) {
+    const Outcome o = run(command);
+    EXPECT_EQ(o.status, 2) << command << "\n" << o.output;
+    EXPECT_NE(o.output.find(says), std::string::npos) << command << "\n" << o.output;
+  }
+  for (const std::string& program : {train, bench, autotune}) {
+    const Outcome help = run(program + " --help");
+    EXPECT_EQ(help.status, 0) << program;
+    EXPECT_NE(help.output.find("Exit status: 0"), std::string::npos) << program << "\n" << help.output;
+  }
+}
+
+}  // namespace
+}  // namespace tunecnn
