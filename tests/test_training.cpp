@@ -269,6 +269,23 @@ TEST(Training, ACheckpointFolderThatCannotBeOneFailsBeforeTraining) {
   EXPECT_NE(error_of(o).find("cannot create it"), std::string::npos) << error_of(o);
 }
 
+TEST(Training, ADataDirThatIsAFileOrMissingIsToldApart) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "train-images-idx3-ubyte.gz";
+  std::ofstream(file) << "x";
+  TrainOptions o = mnist_options(128);
+  o.data_dir = file;
+  EXPECT_NE(error_of(o).find(file.string() + " is a file, not a folder: --data mnist reads the folder"),
+            std::string::npos) << error_of(o);
+  o.data = "imagenet";
+  o.model = "mobilenet-0.25-128";
+  EXPECT_NE(error_of(o).find(file.string() + " is a file, not a folder: --data imagenet"), std::string::npos)
+      << error_of(o);
+  o.data_dir = dir.path() / "missing";
+  EXPECT_NE(error_of(o).find((dir.path() / "missing").string() + " does not exist"), std::string::npos)
+      << error_of(o);
+}
+
 TEST(Training, ResumeFallsBackToThePreviousCheckpointWhenTheLastIsCorrupt) {
   testing::TempDir dir;
   TrainOptions o = mnist_options(128);

@@ -12,14 +12,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A data folder that is missing, or a file, is told apart: "does not exist" for a file misleads.
+void require_data_folder(const fs::path& folder, const std::string& data, const std::string& hint = "") {
+  TUNECNN_CHECK(fs::exists(folder), "data folder ", folder.string(), " does not exist", hint);
+  TUNECNN_CHECK(fs::is_directory(folder), "--data-dir ", folder.string(), " is a file, not a folder: --data ",
+                data, " reads the folder that holds its files");
+}
+
 DataSplits load_mnist_splits(const std::string& data, const fs::path& folder) {
   const char* name = data == "mnist" ? "MNIST" : "Fashion-MNIST";
   TUNECNN_CHECK(!folder.empty(), "--data ", data, " needs --data-dir DIR, a folder holding "
                 "train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz), t10k-images-idx3-ubyte(.gz) "
                 "and t10k-labels-idx1-ubyte(.gz)");
-  TUNECNN_CHECK(fs::is_directory(folder), "data folder ", folder.string(), " does not exist",
-                data == "fashion-mnist"
-                    ? " (install Debian's dataset-fashion-mnist package, or pass --data-dir)" : "");
+  require_data_folder(folder, data, data == "fashion-mnist"
+                                        ? " (install Debian's dataset-fashion-mnist package, or pass --data-dir)" : "");
   return {load_mnist(folder, MnistSplit::train, name), load_mnist(folder, MnistSplit::test, name)};
 }
 
@@ -44,6 +50,7 @@ DataSplits load_imagenet_splits(const fs::path& folder, const Shape& model_input
   TUNECNN_CHECK(model_input.size() == 3 && model_input[0] == 3 && model_input[1] == model_input[2],
                 "ImageNet-style folders give square RGB crops, which cannot feed a model that takes ",
                 shape_str(model_input), " (C,H,W)");
+  require_data_folder(folder, "imagenet");
   ImageFolderOptions options;
   options.side = static_cast<int>(model_input[1]);
   auto train = load_image_folder(folder, "train", options);
