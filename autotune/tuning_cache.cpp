@@ -198,9 +198,13 @@ void require_map(const YAML::Node& node, const char* what) {
   if (!node.IsMap()) TUNECNN_FAIL("'", what, "' is not a map");
 }
 
+// Every value read from the file goes through here. One holding control bytes is refused: the
+// cache writes none, and `autotune show` would print them to the terminal.
 template <class T>
 T scalar_as(const YAML::Node& node, const char* name) {
   if (!node.IsScalar()) TUNECNN_FAIL("'", name, "' is not a scalar");
+  if (printable(node.Scalar()) != node.Scalar())
+    TUNECNN_FAIL("'", name, "' holds control characters: '", printable(node.Scalar()), "'");
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
@@ -297,7 +301,7 @@ void check_transform_pair(const std::string& pair) {
 double parse_gbps(const YAML::Node& node) {
   const auto gbps = scalar_as<double>(node, "transform_gbps value");
   if (!std::isfinite(gbps) || gbps < 0)
-    TUNECNN_FAIL("bad bandwidth '", node.Scalar(), "' (needs a finite number >= 0)");
+    TUNECNN_FAIL("bad bandwidth '", printable(node.Scalar()), "' (needs a finite number >= 0)");
   return gbps;
 }
 
@@ -312,7 +316,7 @@ std::map<std::string, double> parse_transform_gbps(const YAML::Node& node, const
     return out;
   }
   for (const auto& item : node) {
-    const std::string pair = item.first.IsScalar() ? item.first.Scalar() : "?";
+    const std::string pair = item.first.IsScalar() ? printable(item.first.Scalar()) : "?";
     try {
       check_transform_pair(pair);
       out[pair] = parse_gbps(item.second);
@@ -338,7 +342,7 @@ DeviceThresholds parse_thresholds(const YAML::Node& node, const std::string& whe
 // "the entry 'KEY'" when the key can be read, else its position: for warnings.
 std::string entry_name(const YAML::Node& node, std::size_t index) {
   if (node.IsMap() && node["key"] && node["key"].IsScalar())
-    return "entry '" + node["key"].Scalar() + "'";
+    return "entry '" + printable(node["key"].Scalar()) + "'";
   return "entry #" + std::to_string(index + 1);
 }
 
@@ -391,7 +395,7 @@ void check_header(const YAML::Node& root, std::string_view text) {
   const YAML::Node format = root["format"];
   if (!format || !format.IsScalar() || format.Scalar() != kTuningCacheFormat)
     TUNECNN_FAIL("not a tunecnn tuning cache (format is '",
-                 format && format.IsScalar() ? format.Scalar() : std::string("missing"),
+                 format && format.IsScalar() ? printable(format.Scalar()) : std::string("missing"),
                  "', expected '", kTuningCacheFormat, "')");
   const int version = scalar<int>(root, "version");
   if (version > kTuningCacheVersion)
@@ -409,7 +413,7 @@ TuningCache parse_tuning_cache(std::string_view text, const std::string& source,
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    TUNECNN_FAIL(source, ": corrupt or truncated YAML: ", e.what());
+    TUNECNN_FAIL(source, ": corrupt or truncated YAML: ", printable(e.what()));
   }
   try {
     check_header(root, text);

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tunecnn {
 
@@ -18,6 +19,24 @@ class Error : public std::runtime_error {
  private:
   std::string message_;
 };
+
+// Text read from a file, fit to quote in a message: control bytes (an escape sequence in a garbage
+// file would otherwise drive the user's terminal) are written as \xNN.
+inline std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    }
+  }
+  return out;
+}
 
 // The message of any exception, without a tunecnn::Error's source location.
 inline std::string user_message(const std::exception& e) {

@@ -362,6 +362,29 @@ TEST(TuningCache, BadEntriesSkippedRestKept) {
   EXPECT_EQ(read_bytes(path), text);  // loading never rewrites a usable file
 }
 
+// A garbage cache's escape sequences never reach a message (and through it the terminal), nor the
+// cache itself, where `autotune show` would print them.
+TEST(TuningCache, ControlCharactersAreRefusedAndNeverEchoed) {
+  TuningCache cache;
+  cache.put("cpu-1", {{"model", "EVIL CPU"}}, make_entry("good"));
+  cache.put("cpu-2", kFingerprint, make_entry("BAD KEY"));
+  cache.put("cpu-2", kFingerprint, make_entry("fine"));
+  std::string text = cache.to_yaml();
+  text.replace(text.find("EVIL CPU"), 8, "\e[31mEVIL\a");  // YAML escapes: ESC and BEL once parsed
+  text.replace(text.find("BAD KEY"), 7, "\e[2J");
+  TempDir dir;
+  const fs::path path = dir.path() / "tuning.yaml";
+  write_bytes(path, text);
+  const LoadedTuningCache loaded = load_tuning_cache(path);
+  EXPECT_EQ(loaded.cache.devices().count("cpu-1"), 0u) << "a fingerprint with control bytes";
+  ASSERT_EQ(loaded.cache.devices().count("cpu-2"), 1u);
+  EXPECT_EQ(loaded.cache.devices().at("cpu-2").entries.size(), 1u);
+  ASSERT_EQ(loaded.warnings.size(), 2u);
+  EXPECT_TRUE(mentions(loaded.warnings, "holds control characters: '\\x1b[31mEVIL\\x07'"));
+  EXPECT_TRUE(mentions(loaded.warnings, "entry '\\x1b[2J'"));
+  for (const std::string& warning : loaded.warnings) EXPECT_EQ(printable(warning), warning);
+}
+
 // A GPU section's entries name GPU solvers: loading keeps them, rather than skipping them as
 // unknown (with a warning) because the CPU's registry lacks them, which made every GPU run
 // re-tune the layers cuDNN had won.

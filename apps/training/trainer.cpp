@@ -200,7 +200,7 @@ void Run::check_checkpoint_dir() const {
   std::string what = "an earlier run's checkpoint";
   try {
     const CheckpointData earlier = load_checkpoint(checkpoint_path(dir));
-    what += " (--model " + earlier.value("model") + ", " + earlier.value("epoch") + " epochs done)";
+    what += " (--model " + printable(earlier.value("model")) + ", " + printable(earlier.value("epoch")) + " epochs done)";
   } catch (const Error&) {
     what += " (unreadable)";
   }
@@ -370,7 +370,7 @@ void Run::resume() {
                            Setting{"batch_size", "batch-size", std::to_string(o_.batch_size)},
                            Setting{"seed", "seed", std::to_string(o_.seed)}})
     TUNECNN_CHECK(data.value(s.key) == s.expected, source, " was written with --", s.flag, " ",
-                  data.value(s.key), "; resume with the same value (got ", s.expected, ")");
+                  printable(data.value(s.key)), "; resume with the same value (got ", s.expected, ")");
   load_module_state(*model_, data, source);
   std::vector<NamedTensor> sgd_state;
   for (const auto& [name, tensor] : data.tensors)
