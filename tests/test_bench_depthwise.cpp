@@ -76,7 +76,7 @@ TEST(BenchDepthwise, RejectsBadOptions) {
 TEST(BenchDepthwise, DeviceCudaWithoutAGpuFailsClearly) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
   testing::expect_error([] { run_bench({"--device", "cuda", "--part", "layers", "--quick"}); },
-                        {"--device cuda", cuda_built() ? "no CUDA device" : "no CUDA"});
+                        {"--device cuda", cuda_built() ? "no usable GPU: " + cuda_unavailable_reason() : "no CUDA"});
 }
 
 // Qin et al.'s Table III on the GPU: cuDNN's grouped convolution, depthwise_direct in both layouts
