@@ -25,4 +25,13 @@ std::vector<std::string> model_names();
 // 3x227x227, a MobileNet 3xRxR at its resolution. Throws Error for an unknown name.
 Shape model_input_shape(const std::string& name);
 
+// What `train` uses for a model unless --lr or --warmup-epochs says otherwise (SGD, momentum 0.9,
+// the default schedule and batch): one set does not fit every network.
+struct TrainingDefaults {
+  double lr = 0.02;
+  double warmup_epochs = 0;
+  std::string why;  // why they differ from the common ones; empty where they do not
+};
+TrainingDefaults training_defaults(const std::string& name);
+
 }  // namespace tunecnn

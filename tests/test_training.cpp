@@ -12,6 +12,7 @@
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/tensor_math.h"
+#include "models/registry.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -317,6 +318,45 @@ TEST(Training, ResumeFallsBackToThePreviousCheckpointWhenTheLastIsCorrupt) {
   std::filesystem::remove(checkpoint_path(dir.path()));
   std::filesystem::remove(previous_checkpoint_path(dir.path()));
   EXPECT_NE(error_of(o).find("--resume: no checkpoint in"), std::string::npos) << error_of(o);
+}
+
+// A rate so low that nothing moves: the run says so once, past the first 300 steps, and what to
+// try; a run that learns hears nothing.
+TEST(Training, ARunStuckAtChanceIsToldSo) {
+  TrainOptions o = mnist_options(64 * 320);
+  o.epochs = 1;
+  o.test_limit = 64;
+  o.quiet = false;
+  o.lr = 1e-9;
+  const std::string stuck = run_quiet(o);
+  EXPECT_NE(stuck.find("warning: after 300 steps the training loss is still at chance"), std::string::npos) << stuck;
+  EXPECT_NE(stuck.find("guessing scores ln 10 = 2.30"), std::string::npos) << stuck;
+  EXPECT_EQ(stuck.find("warning: after", stuck.find("warning: after") + 1), std::string::npos) << "once";
+  o.lr.reset();
+  const std::string learning = run_quiet(o);
+  EXPECT_EQ(learning.find("still at chance"), std::string::npos) << learning;
+}
+
+TEST(Training, EachModelTrainsWithItsOwnDefaultsUnlessTold) {
+  EXPECT_EQ(training_defaults("lenet").lr, 0.02);
+  EXPECT_EQ(training_defaults("cifar").warmup_epochs, 1);
+  EXPECT_EQ(training_defaults("alexnet").lr, 0.005);
+  EXPECT_EQ(training_defaults("mobilenet-0.25-128").lr, 0.02);
+  TrainOptions o;
+  o.model = "cifar";
+  o.data = "synthetic";
+  o.epochs = 1;
+  o.train_limit = 64;
+  o.test_limit = 64;
+  const std::string defaults = run_quiet(o);
+  EXPECT_NE(defaults.find("linear warmup over 1.0"), std::string::npos) << defaults;
+  EXPECT_NE(defaults.find("defaults for --model cifar: --lr 0.02 --warmup-epochs 1, since it has no "
+                          "normalisation layers"), std::string::npos) << defaults;
+  o.lr = 0.01;
+  o.warmup_epochs = 0;
+  const std::string told = run_quiet(o);
+  EXPECT_NE(told.find("SGD lr 0.01 "), std::string::npos) << told;
+  EXPECT_EQ(told.find("defaults for --model"), std::string::npos) << told;
 }
 
 TEST(Training, CsvLogHasHeaderAndOneRowPerEpoch) {

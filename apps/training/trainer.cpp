@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <cmath>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <set>
@@ -113,7 +114,9 @@ class Run {
         rng_(options.seed),
         // Rank 0 draws dropout as a single process does; each other rank has its own stream.
         dropout_rng_(std::make_shared<Rng>(options.seed + 1 +
-                                           0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(dp_.comm().rank()))) {}
+                                           0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(dp_.comm().rank()))),
+        lr_(options.lr.value_or(training_defaults(options.model).lr)),
+        warmup_epochs_(options.warmup_epochs.value_or(training_defaults(options.model).warmup_epochs)) {}
   ~Run() {
     if (previous_planner_) set_default_conv_planner(previous_planner_);
     if (previous_pool_planner_) set_default_pool_planner(previous_pool_planner_);
@@ -141,6 +144,11 @@ class Run {
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
   bool resumed_from_previous_ = false;  // last.ckpt was unreadable: the next save replaces it
+  double lr_, warmup_epochs_;  // the options', else the model's defaults
+  // The learning check (check_learning): the last steps' mean losses, and whether it was made.
+  std::deque<double> recent_losses_;
+  std::int64_t steps_run_ = 0;
+  bool learning_checked_ = false;
   // Time this run's part of the epoch spent waiting for the loader: not in checkpoints, since a
   // resumed epoch waits differently; it tells whether decoding keeps up with the steps.
   double data_wait_seconds_ = 0;
@@ -159,6 +167,7 @@ class Run {
   void resume();
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
+  void check_learning(double step_mean_loss, double epoch_position);
   void wait_for_device();
   EpochMetrics evaluate_epoch();
   std::string top5_text(const EpochMetrics& metrics) const;
@@ -235,9 +244,8 @@ void Run::setup() {
     uploader_ = std::make_unique<PinnedUploader>();
   }
   sgd_ = std::make_unique<Sgd>(model_->parameters(),
-                               SgdOptions{o_.lr, o_.momentum, o_.weight_decay, o_.nesterov});
-  schedule_ = make_lr_schedule(o_.schedule, o_.lr, o_.epochs, o_.step_epochs, o_.gamma,
-                               o_.warmup_epochs);
+                               SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov});
+  schedule_ = make_lr_schedule(o_.schedule, lr_, o_.epochs, o_.step_epochs, o_.gamma, warmup_epochs_);
   loader_ = std::make_unique<DataLoader>(
       data_.train, DataLoaderOptions{.batch_size = o_.batch_size,
                                      .shuffle = true,
@@ -255,9 +263,13 @@ void Run::setup() {
   out_
        << "train: " << data_.train->describe() << "\ntest:  " << data_.test->describe() << "\n"
        << "model: " << o_.model << ", " << parameter_count(*model_) << " parameters\n"
-       << "optimizer: SGD lr " << o_.lr << " momentum " << o_.momentum << " weight decay "
+       << "optimizer: SGD lr " << lr_ << " momentum " << o_.momentum << " weight decay "
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
+  const TrainingDefaults defaults = training_defaults(o_.model);
+  if (!defaults.why.empty() && (!o_.lr || !o_.warmup_epochs))
+    out_ << "defaults for --model " << o_.model << ": --lr " << defaults.lr << " --warmup-epochs "
+         << defaults.warmup_epochs << ", since " << defaults.why << " (either option overrides them)\n";
   if (dp_.active()) out_ << dp_.describe(o_.batch_size, num_threads()) << "\n";
 }
 
@@ -466,6 +478,7 @@ TrainStatus Run::train_epoch(Progress& progress) {
       loss.backward();
     sgd_->step();
     if (epoch_ == 0 && next_batch_ == 0 && n > 0) print_plans(logits.data());
+    if (step.examples > 0) check_learning(step.loss / step.examples, epoch_ + static_cast<double>(next_batch_) / batches);
     sums_.loss += step.loss;
     sums_.correct += static_cast<std::int64_t>(step.correct);
     sums_.seen += static_cast<std::int64_t>(step.examples);
@@ -484,6 +497,26 @@ TrainStatus Run::train_epoch(Progress& progress) {
   }
   wait_for_device();
   return TrainStatus::completed;
+}
+
+// Once, at the first step past kLearningCheckSteps and past the warm-up: a loss still where
+// uniform guessing puts it (ln of the class count) means the run is not learning, which a user
+// should hear before the epoch ends, with what to try.
+void Run::check_learning(double step_mean_loss, double epoch_position) {
+  constexpr std::size_t kWindow = 100;
+  constexpr std::int64_t kLearningCheckSteps = 300;
+  if (learning_checked_) return;
+  recent_losses_.push_back(step_mean_loss);
+  if (recent_losses_.size() > kWindow) recent_losses_.pop_front();
+  if (++steps_run_ < kLearningCheckSteps || epoch_position < warmup_epochs_) return;
+  learning_checked_ = true;
+  double mean = 0;
+  for (double loss : recent_losses_) mean += loss / static_cast<double>(recent_losses_.size());
+  const double chance = std::log(static_cast<double>(data_.train->num_classes()));
+  if (!talk_ || mean < 0.98 * chance) return;
+  out_ << "\nwarning: after " << steps_run_ << " steps the training loss is still at chance (" << mean
+       << " over the last " << recent_losses_.size() << " steps; guessing scores ln " << data_.train->num_classes()
+       << " = " << chance << "): this run is not learning. Try a lower --lr, or --warmup-epochs 1\n";
 }
 
 StepSums Run::reduce_step(StepSums sums) {

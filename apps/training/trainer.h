@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <filesystem>
+#include <optional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -23,13 +24,14 @@ struct TrainOptions {
   std::filesystem::path val_labels;  // imagenet's flat val/ labels file; empty: DIR/val_labels.txt
   int epochs = 2;
   int batch_size = 64;
-  double lr = 0.02;
+  // Unset: the model's own (training_defaults in models/registry.h), as is warmup_epochs.
+  std::optional<double> lr;
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
   std::string schedule = "cosine";
   double step_epochs = 1, gamma = 0.1;
-  double warmup_epochs = 0;  // linear warmup of the rate (core/lr_schedule.h WarmupLr)
+  std::optional<double> warmup_epochs;  // linear warmup of the rate (core/lr_schedule.h WarmupLr)
   std::uint64_t seed = 1;
   int threads = 0;                       // 0: every core
   // Where the model trains. On the GPU, batches go up through pinned buffers, the tuner times
