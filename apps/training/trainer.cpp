@@ -360,7 +360,7 @@ CheckpointData Run::load_resume_checkpoint(std::filesystem::path& path) const {
       return load_checkpoint(last);
     } catch (const Error& e) {
       if (!std::filesystem::exists(previous)) throw;
-      problem = e.what();
+      problem = e.message();
     }
   }
   if (talk_) out_ << "warning: " << problem << "; resuming from the checkpoint before it, " << previous.string() << "\n";
@@ -514,7 +514,7 @@ void Run::check_learning(double step_mean_loss, double epoch_position) {
   for (double loss : recent_losses_) mean += loss / static_cast<double>(recent_losses_.size());
   const double chance = std::log(static_cast<double>(data_.train->num_classes()));
   if (!talk_ || mean < 0.98 * chance) return;
-  out_ << "\nwarning: after " << steps_run_ << " steps the training loss is still at chance (" << mean
+  out_ << "\nwarning: after " << steps_run_ << " steps the training loss is still at or above chance (" << mean
        << " over the last " << recent_losses_.size() << " steps; guessing scores ln " << data_.train->num_classes()
        << " = " << chance << "): this run is not learning. Try a lower --lr, or --warmup-epochs 1\n";
 }
