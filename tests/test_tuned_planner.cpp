@@ -219,7 +219,9 @@ TEST(TunedPlanner, VerifyIgnoresEntriesOfTheOtherKindOfDevice) {
   Harness other;
   other.planner(TunePolicy::cached, file, "cpu-other")->plan(kSmall);
   TuningCache gpu_only;
-  for (const auto& [key, entry] : load_tuning_cache(file).cache.devices().at("cpu-other").entries)
+  // Held in a variable: a range-for keeps only the last temporary of its range alive (until C++23).
+  const LoadedTuningCache profiled = load_tuning_cache(file);
+  for (const auto& [key, entry] : profiled.cache.devices().at("cpu-other").entries)
     gpu_only.put("cuda-other", {{"name", "Test GPU"}}, entry);
   save_tuning_cache(gpu_only, file);
   Harness here;

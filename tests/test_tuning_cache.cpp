@@ -264,7 +264,8 @@ void expect_set_aside(const std::string& bytes, const std::string& problem) {
 
 TEST(TuningCache, CorruptFileSetAside) {
   expect_set_aside("format: tunecnn-tuning-cache\nversion: [1\n  devices: {{{\n", "corrupt");
-  expect_set_aside(std::string("\x01\x02\xff binary junk\0", 18), "tuning.yaml");
+  const char junk[] = "\x01\x02\xff binary junk\0";  // the embedded NUL included, the terminator not
+  expect_set_aside(std::string(junk, sizeof junk - 1), "tuning.yaml");
   expect_set_aside("", "tuning.yaml");
 }
 
