@@ -14,7 +14,10 @@ if(BUILD_SHARED_LIBS)
 endif()
 
 if(TUNECNN_TESTS AND TUNECNN_HAVE_CUDA)
-  set(tunecnn_gpu_tests test_cuda test_cuda_ops test_cuda_training test_cuda_conv test_cuda_tools)
+  # The GPU suites, and the suites that hold a few GPU tests among CPU ones (gpu-check runs
+  # only their *Gpu* tests).
+  set(tunecnn_gpu_tests test_cuda test_cuda_ops test_cuda_training test_cuda_conv test_cuda_tools
+      test_bench_depthwise test_bench_layout test_bench_plans test_softmax test_tuning_cache)
   if(TUNECNN_CUDA_EMULATION)
     list(APPEND tunecnn_gpu_tests test_cuda_emulation)
   endif()

@@ -57,7 +57,10 @@ void expect_quick_table(const char* device, const std::vector<std::string>& copy
     EXPECT_EQ(r[0], i < 4 ? "cv1" : "cv3");
     EXPECT_EQ(r[1], i < 4 ? "128x1x28x28" : "128x3x24x24");
     EXPECT_EQ(r[2], pairs[i % 4]);
-    for (int col : {3, 4, 5, 6, 7, 10, 11}) EXPECT_GT(std::stod(r[col]), 0) << r[col];
+    for (int col : {3, 4, 6, 10}) EXPECT_GT(std::stod(r[col]), 0) << r[col];  // sizes and times
+    // Rates print with 2 decimals: a slow transform (the emulated GPU's NHWC, 100x the naive
+    // kernel's time) can print 0.00.
+    for (int col : {5, 7, 11}) EXPECT_GE(std::stod(r[col]), 0) << r[col];
     EXPECT_NE(std::find(copy_kinds.begin(), copy_kinds.end(), r[8]), copy_kinds.end()) << r[8];
     EXPECT_EQ(r[9].back(), '%');
   }

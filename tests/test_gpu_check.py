@@ -38,7 +38,7 @@ class FakePackage:
 
 
 def plan(mode, python="python3", torch_device="cuda"):
-    package = FakePackage(Path("/pkg"), gpu_check.GPU_TESTS)
+    package = FakePackage(Path("/pkg"), gpu_check.GPU_TESTS + list(gpu_check.MIXED_SUITES))
     return gpu_check.plan_steps(package, mode, Path("/out"), python, torch_device)
 
 
@@ -55,7 +55,11 @@ class PlanTest(unittest.TestCase):
 
     def test_full_mode_runs_every_test_and_shards_the_conv_suite(self):
         tests = plan("full")[0].commands
-        self.assertTrue(all("--gtest_filter=*" in c.argv for c in tests))
+        gpu_suites = [c for c in tests if c.name.split(".")[0] in gpu_check.GPU_TESTS]
+        self.assertTrue(all("--gtest_filter=*" in c.argv for c in gpu_suites))
+        mixed = [c for c in tests if c.name in gpu_check.MIXED_SUITES]
+        self.assertEqual(len(mixed), len(gpu_check.MIXED_SUITES))
+        self.assertTrue(all("--gtest_filter=*Gpu*" in c.argv for c in mixed), "only their GPU tests")
         shards = [c for c in tests if c.name.startswith("test_cuda_conv.")]
         self.assertEqual(len(shards), gpu_check.CONV_SHARDS)
         self.assertEqual({c.env["GTEST_SHARD_INDEX"] for c in shards}, {str(i) for i in range(gpu_check.CONV_SHARDS)})
