@@ -115,8 +115,9 @@ class Run {
         // Rank 0 draws dropout as a single process does; each other rank has its own stream.
         dropout_rng_(std::make_shared<Rng>(options.seed + 1 +
                                            0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(dp_.comm().rank()))),
-        lr_(options.lr.value_or(training_defaults(options.model).lr)),
-        warmup_epochs_(options.warmup_epochs.value_or(training_defaults(options.model).warmup_epochs)) {}
+        defaults_(training_defaults(options.model)),
+        lr_(options.lr.value_or(defaults_.lr)),
+        warmup_epochs_(options.warmup_epochs.value_or(defaults_.warmup_epochs)) {}
   ~Run() {
     if (previous_planner_) set_default_conv_planner(previous_planner_);
     if (previous_pool_planner_) set_default_pool_planner(previous_pool_planner_);
@@ -144,7 +145,8 @@ class Run {
   std::int64_t next_batch_ = 0;
   EpochSums sums_;
   bool resumed_from_previous_ = false;  // last.ckpt was unreadable: the next save replaces it
-  double lr_, warmup_epochs_;  // the options', else the model's defaults
+  TrainingDefaults defaults_;  // the model's
+  double lr_, warmup_epochs_;  // the options', else defaults_
   // The learning check (check_learning): the last steps' mean losses, and whether it was made.
   std::deque<double> recent_losses_;
   std::int64_t steps_run_ = 0;
@@ -266,10 +268,9 @@ void Run::setup() {
        << "optimizer: SGD lr " << lr_ << " momentum " << o_.momentum << " weight decay "
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
-  const TrainingDefaults defaults = training_defaults(o_.model);
-  if (!defaults.why.empty() && (!o_.lr || !o_.warmup_epochs))
-    out_ << "defaults for --model " << o_.model << ": --lr " << defaults.lr << " --warmup-epochs "
-         << defaults.warmup_epochs << ", since " << defaults.why << " (either option overrides them)\n";
+  if (!defaults_.why.empty() && (!o_.lr || !o_.warmup_epochs))
+    out_ << "defaults for --model " << o_.model << ": --lr " << defaults_.lr << " --warmup-epochs "
+         << defaults_.warmup_epochs << ", since " << defaults_.why << " (either option overrides them)\n";
   if (dp_.active()) out_ << dp_.describe(o_.batch_size, num_threads()) << "\n";
 }
 
