@@ -151,7 +151,7 @@ int bench_train(int argc, const char* const* argv) {
                 "example per process");
   const auto [share_begin, share_end] = shard_slice(global_batch, dp.comm().rank(), dp.comm().size());
   const std::int64_t batch = share_end - share_begin;  // this rank's share (all of it alone)
-  auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}}, rng);
+  auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
   plan_layers(cli, *model, input, global_batch, dp);
   Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});
   uniform_fill(images, -1, 1, rng);

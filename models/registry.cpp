@@ -46,11 +46,16 @@ const std::map<std::string, Entry>& fixed_models() {
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options,
                                         Rng& rng) {
-  if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name))
-    return build_mobilenet(*config, options, rng);
-  auto it = fixed_models().find(name);
-  if (it == fixed_models().end()) fail_unknown(name);
-  return it->second.build(options, rng);
+  std::shared_ptr<Sequential> model;
+  if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name)) {
+    model = build_mobilenet(*config, options, rng);
+  } else {
+    auto it = fixed_models().find(name);
+    if (it == fixed_models().end()) fail_unknown(name);
+    model = it->second.build(options, rng);
+  }
+  use_planners(*model, options.planners);
+  return model;
 }
 
 std::vector<std::string> model_names() {

@@ -6,6 +6,7 @@
 
 #include "core/module.h"
 #include "core/rng.h"
+#include "ops/planners.h"
 
 namespace tunecnn {
 
@@ -15,6 +16,9 @@ struct ModelOptions {
   // Shared by the model's dropout layers; the trainer keeps it in its checkpoints, so a resumed
   // run drops the same units. Null: the model seeds its own from the build RNG.
   std::shared_ptr<Rng> dropout_rng;
+  // What the conv and pooling layers ask for a shape without an installed plan (the untuned
+  // defaults unless the caller hands over the autotuner's); build_model passes them to every layer.
+  Planners planners;
 };
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options, Rng& rng);

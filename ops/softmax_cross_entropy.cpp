@@ -46,12 +46,18 @@ T shifted_exp(const T* x, T* out, Eigen::Index classes) {
 
 double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std::int32_t>& labels,
                                      Tensor& grad) {
+  FirstApplicableSoftmaxPlanner untuned;
+  return softmax_cross_entropy_forward(logits, labels, grad, untuned);
+}
+
+double softmax_cross_entropy_forward(const Tensor& logits, const std::vector<std::int32_t>& labels,
+                                     Tensor& grad, SoftmaxPlanner& planner) {
   const SoftmaxProblem problem = softmax_problem_of(logits);
   if (problem.rows == 0) {  // an empty batch: no solver to run, the mean of nothing is 0
     TUNECNN_CHECK(labels.empty(), labels.size(), " labels for logits ", shape_str(logits.shape()));
     return 0.0;
   }
-  const SoftmaxSolver& solver = default_softmax_planner()->plan(problem);
+  const SoftmaxSolver& solver = planner.plan(problem);
   return run_softmax(solver, problem, logits, labels, grad);
 }
 
@@ -91,9 +97,15 @@ std::vector<std::int32_t> argmax_rows(const Tensor& logits) {
 }
 
 Variable softmax_cross_entropy(const Variable& logits, const std::vector<std::int32_t>& labels) {
+  FirstApplicableSoftmaxPlanner untuned;
+  return softmax_cross_entropy(logits, labels, untuned);
+}
+
+Variable softmax_cross_entropy(const Variable& logits, const std::vector<std::int32_t>& labels,
+                               SoftmaxPlanner& planner) {
   const Tensor& x = logits.data();
   Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device());
-  const double loss = softmax_cross_entropy_forward(x, labels, grad);
+  const double loss = softmax_cross_entropy_forward(x, labels, grad, planner);
   Tensor out = Tensor::full({1}, loss, x.dtype());
   auto backward = [grad](std::vector<Variable>& in, const Tensor& dy) {
     TUNECNN_CHECK(dy.numel() == 1 && dy.dtype() == grad.dtype(),

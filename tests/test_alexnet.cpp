@@ -27,7 +27,7 @@ const Shape kExample{3, 227, 227};
 std::shared_ptr<Sequential> alexnet(int classes, std::uint64_t seed,
                                     std::shared_ptr<Rng> dropout_rng = nullptr) {
   Rng rng(seed);
-  return build_model("alexnet", ModelOptions{kExample, classes, std::move(dropout_rng)}, rng);
+  return build_model("alexnet", ModelOptions{kExample, classes, std::move(dropout_rng), {}}, rng);
 }
 
 std::vector<float> values(const Tensor& t) {

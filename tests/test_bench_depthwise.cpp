@@ -98,7 +98,7 @@ TEST(BenchDepthwise, QuickRunOnTheGpuComparesTheGpuMethods) {
 
 TEST(LayerSplit, AccountsEveryLayerOfAChainAndNoMoreThanTheStep) {
   Rng rng(3);
-  auto model = build_model("mobilenet-0.25-128", ModelOptions{{3, 32, 32}, 10, {}}, rng);
+  auto model = build_model("mobilenet-0.25-128", ModelOptions{{3, 32, 32}, 10, {}, {}}, rng);
   LayerSplit split(*model);
   ASSERT_EQ(split.layers().size(), model->size());
   EXPECT_EQ(split.layers()[0].name, "conv0");

@@ -48,7 +48,7 @@ std::vector<Row> table_rows(const std::string& out) {
 
 std::int64_t lenet_parameters() {
   Rng rng(1);
-  return parameter_count(*build_model("lenet", ModelOptions{model_input_shape("lenet"), 10, {}}, rng));
+  return parameter_count(*build_model("lenet", ModelOptions{model_input_shape("lenet"), 10, {}, {}}, rng));
 }
 
 class BenchScaling : public ::testing::Test {

@@ -51,7 +51,7 @@ struct Trainee {
 
   Trainee(const StepCase& c, Device device) {
     Rng init(7);
-    model = build_model(c.model, {.input_shape = c.input, .num_classes = c.classes, .dropout_rng = dropout},
+    model = build_model(c.model, {.input_shape = c.input, .num_classes = c.classes, .dropout_rng = dropout, .planners = {}},
                         init);
     model->to(device);
     sgd = std::make_unique<Sgd>(model->parameters(), SgdOptions{0.05, 0.9, 5e-4, false});
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaTrainingStep,
 
 TEST_F(CudaTraining, ModuleToMovesParametersAndBuffersInPlace) {
   Rng init(1);
-  auto model = build_model("mobilenet-0.25-128", {.input_shape = {3, 128, 128}, .num_classes = 10, .dropout_rng = nullptr},
+  auto model = build_model("mobilenet-0.25-128", {.input_shape = {3, 128, 128}, .num_classes = 10, .dropout_rng = nullptr, .planners = {}},
                            init);
   const Tensor before = model->buffers().front().second.clone();
   model->to(Device::cuda);

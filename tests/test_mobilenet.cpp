@@ -29,7 +29,7 @@ using testing::random_tensor;
 std::shared_ptr<Sequential> mobilenet(const std::string& name, const Shape& input, int classes = 10,
                                       std::uint64_t seed = 1) {
   Rng rng(seed);
-  return build_model(name, ModelOptions{input, classes, {}}, rng);
+  return build_model(name, ModelOptions{input, classes, {}, {}}, rng);
 }
 
 std::string parse_error(const std::string& name) {
@@ -179,7 +179,7 @@ TEST(MobileNet, InputMustHaveThreeChannelsAndSidesOfAtLeast32) {
   Rng rng(1);
   const auto message = [&](const Shape& input) {
     try {
-      build_model("mobilenet-0.25-128", ModelOptions{input, 10, {}}, rng);
+      build_model("mobilenet-0.25-128", ModelOptions{input, 10, {}, {}}, rng);
     } catch (const Error& e) {
       return std::string(e.what());
     }

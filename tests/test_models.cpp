@@ -192,5 +192,48 @@ TEST(Models, WrongInputShapeNamesTheExpectedOne) {
       << error_of("alexnet", options_for({3, 224, 224}));
 }
 
+// Counts the problems it is asked for and answers with the untuned default.
+struct CountingPlanners {
+  struct Conv final : ConvPlanner {
+    ConvLayerPlan plan(const ConvProblem& p) override {
+      keys.push_back(p.key());
+      return FirstApplicablePlanner().plan(p);
+    }
+    std::vector<std::string> keys;
+  };
+  struct Pool final : PoolPlanner {
+    PoolLayerPlan plan(const PoolProblem& p, Layout layout) override {
+      keys.push_back(p.key());
+      return FirstApplicablePoolPlanner().plan(p, layout);
+    }
+    std::vector<std::string> keys;
+  };
+  std::shared_ptr<Conv> conv = std::make_shared<Conv>();
+  std::shared_ptr<Pool> pool = std::make_shared<Pool>();
+  Planners planners() const { return {conv, pool, std::make_shared<FirstApplicableSoftmaxPlanner>()}; }
+};
+
+TEST(Models, EachModelAsksOnlyThePlannersItWasBuiltWith) {
+  CountingPlanners first, second;
+  ModelOptions a = options_for({1, 28, 28}), b = options_for({1, 28, 28});
+  a.planners = first.planners();
+  b.planners = second.planners();
+  Rng rng(3);
+  auto model_a = build_model("lenet", a, rng);
+  auto model_b = build_model("lenet", b, rng);
+  auto untuned = build_model("lenet", options_for({1, 28, 28}), rng);
+  const Variable x(random_tensor({2, 1, 28, 28}, rng));
+  model_a->forward(x);
+  model_a->forward(x);  // planned once per shape
+  EXPECT_EQ(first.conv->keys.size(), 2u);  // conv1, conv2
+  EXPECT_EQ(first.pool->keys.size(), 4u);  // pool1, pool2, each forward: pooling asks per call
+  EXPECT_TRUE(second.conv->keys.empty());
+  model_b->forward(Variable(random_tensor({3, 1, 28, 28}, rng)));
+  untuned->forward(x);
+  EXPECT_EQ(first.conv->keys.size(), 2u);
+  ASSERT_EQ(second.conv->keys.size(), 2u);
+  EXPECT_NE(second.conv->keys[0].find("mb3"), std::string::npos) << second.conv->keys[0];
+  EXPECT_EQ(second.pool->keys.size(), 2u);
+}
 }  // namespace
 }  // namespace tunecnn

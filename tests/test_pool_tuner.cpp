@@ -150,7 +150,7 @@ TEST(PoolTuner, NetworkPlannerInstallsPoolPlansWithoutChangingResults) {
   Harness h;
   auto tuner = h.planner(TunePolicy::full, dir.path() / "tuning.yaml");
   Rng rng(3);
-  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
   Tensor images = Tensor::empty({8, 1, 28, 28});
   uniform_fill(images, -1, 1, rng);
   NoGradGuard no_grad;

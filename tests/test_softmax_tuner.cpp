@@ -64,7 +64,7 @@ TEST(SoftmaxTuner, NetworkPlannerPlansTheLossOnTheLogits) {
   Harness h;
   auto tuner = h.planner(TunePolicy::cached, dir.path() / "tuning.yaml");
   Rng rng(1);
-  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
   const NetworkPlanReport report = NetworkPlanner(tuner).plan(*model, {32, 1, 28, 28});
   ASSERT_TRUE(report.softmax.has_value());
   EXPECT_EQ(report.softmax->key(), "softmax_xent mb32 classes10");

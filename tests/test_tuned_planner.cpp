@@ -370,7 +370,7 @@ TEST(TunedPlanner, TheFirstLayersInputGradientIsNeitherTunedNorStored) {
   Harness h;
   auto tuner = h.planner(TunePolicy::full, dir.path() / "tuning.yaml");
   Rng rng(3);
-  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
   NetworkPlanner planner(tuner);
   std::vector<std::string> profiled;
   planner.on_profile = [&](int, int, const std::string& key) { profiled.push_back(key); };
@@ -405,7 +405,7 @@ TEST(TunedPlanner, TwoPassesWhoseTimingsDifferByNoiseOnlyPickTheSamePlan) {
     h.jitter = 0.01, h.seed = seed;
     auto tuner = h.planner(TunePolicy::cached, dir.path() / "tuning.yaml");
     Rng rng(3);
-    auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+    auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
     const NetworkPlanReport report = NetworkPlanner(tuner).plan(*model, {4, 1, 28, 28});
     EXPECT_GT(tuner->stats().profiled, 0);
     return report;

@@ -61,22 +61,6 @@ int positive(const CommandLine& options, const std::string& name) {
   return value;
 }
 
-// Conv layers take the default planner when they are built; put back whatever was there, so a
-// caller (a test, a longer program) is not left with this run's tuner.
-class DefaultPlannerScope {
- public:
-  explicit DefaultPlannerScope(std::shared_ptr<ConvPlanner> planner)
-      : previous_(default_conv_planner()) {
-    set_default_conv_planner(std::move(planner));
-  }
-  ~DefaultPlannerScope() { set_default_conv_planner(previous_); }
-  DefaultPlannerScope(const DefaultPlannerScope&) = delete;
-  DefaultPlannerScope& operator=(const DefaultPlannerScope&) = delete;
-
- private:
-  std::shared_ptr<ConvPlanner> previous_;
-};
-
 std::string plan_text(std::string_view solver, const TuneConfig& config) {
   const std::string name(solver);
   return config.values.empty() ? name : name + " " + config.str();
@@ -182,10 +166,14 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
 
   auto tuner = std::make_shared<TunedPlanner>(policy, tune_cache_path(o), options, device.id,
                                                   device.fields);
-  DefaultPlannerScope scope(tuner);  // before the model is built: its conv layers take it
   Rng rng(1);
   const Shape example = example_shape(data, o.get("model"));
-  auto model = build_model(o.get("model"), ModelOptions{example, data.classes, {}}, rng);
+  auto model = build_model(o.get("model"),
+                           ModelOptions{.input_shape = example,
+                                        .num_classes = data.classes,
+                                        .dropout_rng = nullptr,
+                                        .planners = Planners::all(tuner)},
+                           rng);
   // As `train --device cuda` does: the planner traces the model where its parameters are and
   // stamps every problem with that device.
   if (device_kind != Device::cpu) model->to(device_kind);

@@ -49,7 +49,7 @@ class SplitBench {
  public:
   SplitBench(const ModelSplitOptions& o, std::ostream& log) : o_(o), log_(log), rng_(1) {
     const Shape example = model_input_shape(o.model);
-    model_ = build_model(o.model, ModelOptions{example, kClasses, {}}, rng_);
+    model_ = build_model(o.model, ModelOptions{example, kClasses, {}, {}}, rng_);
     collect(*model_, "", convs_, pools_);
     batch_shape_ = {o.batch, example[0], example[1], example[2]};
     own_cache_ = o.tune_cache.empty();

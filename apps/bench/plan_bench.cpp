@@ -151,7 +151,7 @@ int bench_plans(int argc, const char* const* argv) {
 
   Bench b;
   Rng rng(1);
-  b.model = build_model(model_name, ModelOptions{input, classes, {}}, rng);
+  b.model = build_model(model_name, ModelOptions{input, classes, {}, {}}, rng);
   if (gpu) b.model->to(device_kind);  // the planner stamps each problem with its parameters' device
   collect_layers(*b.model, b.convs, b.pools);
   b.batch_shape = {batch, input[0], input[1], input[2]};

@@ -118,11 +118,6 @@ class Run {
         defaults_(training_defaults(options.model)),
         lr_(options.lr.value_or(defaults_.lr)),
         warmup_epochs_(options.warmup_epochs.value_or(defaults_.warmup_epochs)) {}
-  ~Run() {
-    if (previous_planner_) set_default_conv_planner(previous_planner_);
-    if (previous_pool_planner_) set_default_pool_planner(previous_pool_planner_);
-    if (previous_softmax_planner_) set_default_softmax_planner(previous_softmax_planner_);
-  }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
   TrainResult execute();
@@ -155,16 +150,14 @@ class Run {
   // resumed epoch waits differently; it tells whether decoding keeps up with the steps.
   double data_wait_seconds_ = 0;
   std::shared_ptr<TunedPlanner> tuner_;
-  std::shared_ptr<ConvPlanner> previous_planner_;  // restored when the run ends
-  std::shared_ptr<PoolPlanner> previous_pool_planner_;
-  std::shared_ptr<SoftmaxPlanner> previous_softmax_planner_;
+  Planners planners_;  // the tuner's, under --tune; the untuned defaults otherwise
 
   void setup();
   void check_device() const;
   void check_checkpoint_dir() const;
   CheckpointData load_resume_checkpoint(std::filesystem::path& path) const;
   Variable input_of(const Batch& batch);
-  void install_tuner();
+  void create_tuner();
   void prepare_plans();
   void resume();
   void save(const std::string& why);
@@ -236,10 +229,11 @@ void Run::setup() {
   data_ = load_data(o_.data, o_.data_dir, model_input, o_.val_labels);
   if (o_.train_limit > 0) data_.train = std::make_shared<SubsetDataset>(data_.train, o_.train_limit);
   if (o_.test_limit > 0) data_.test = std::make_shared<SubsetDataset>(data_.test, o_.test_limit);
-  install_tuner();  // before the model exists, so its conv layers take the tuned planner
+  create_tuner();
   const ModelOptions model_options{.input_shape = data_.train->example_shape(),
                                    .num_classes = data_.train->num_classes(),
-                                   .dropout_rng = dropout_rng_};
+                                   .dropout_rng = dropout_rng_,
+                                   .planners = planners_};
   model_ = build_model(o_.model, model_options, rng_);
   if (o_.device != Device::cpu) {
     model_->to(o_.device);  // initialised on the host, so a GPU run starts from the CPU's weights
@@ -274,7 +268,7 @@ void Run::setup() {
   if (dp_.active()) out_ << dp_.describe(o_.batch_size, num_threads()) << "\n";
 }
 
-void Run::install_tuner() {
+void Run::create_tuner() {
   if (o_.tune.empty()) return;
   TunerOptions options;
   options.max_workspace_bytes = o_.max_workspace;
@@ -283,12 +277,7 @@ void Run::install_tuner() {
   const std::filesystem::path cache = o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache;
   // Rank 0 tunes; the others wait here for its entries, and plan from them without timing.
   tuner_ = dp_.make_tuner(parse_tune_policy(o_.tune), cache, options, o_.device);
-  previous_planner_ = default_conv_planner();
-  set_default_conv_planner(tuner_);
-  previous_pool_planner_ = default_pool_planner();
-  set_default_pool_planner(tuner_);
-  previous_softmax_planner_ = default_softmax_planner();
-  set_default_softmax_planner(tuner_);
+  planners_ = Planners::all(tuner_);
 }
 
 // Every batch size the run will use: full and last training batches (all three conv directions),
@@ -433,7 +422,7 @@ void Run::print_plans(const Tensor& logits) {
   if (!talk_) return;
   out_ << plan_text();
   const SoftmaxProblem loss = softmax_problem_of(logits);
-  out_ << "  loss: " << default_softmax_planner()->plan(loss).name() << "  (" << loss.key() << ")\n";
+  out_ << "  loss: " << planners_.softmax->plan(loss).name() << "  (" << loss.key() << ")\n";
 }
 
 // A GPU step's clock stops once its work is queued: each step's backward and update are paid for
@@ -464,7 +453,7 @@ TrainStatus Run::train_epoch(Progress& progress) {
     Variable logits, loss;
     if (n > 0) {
       logits = model_->forward(input_of(batch));
-      loss = softmax_cross_entropy(logits, batch.labels);
+      loss = softmax_cross_entropy(logits, batch.labels, *planners_.softmax);
       const double loss_value = scalar_value(loss);
       step.loss = loss_value * static_cast<double>(n);
       step.not_finite = std::isfinite(loss_value) ? 0 : 1;
@@ -541,7 +530,7 @@ EpochMetrics Run::evaluate_epoch() {
   while (test.next(batch)) {
     if (batch.labels.empty()) continue;
     Variable logits = model_->forward(input_of(batch));
-    sums[0] += scalar_value(softmax_cross_entropy(logits, batch.labels)) * batch.labels.size();
+    sums[0] += scalar_value(softmax_cross_entropy(logits, batch.labels, *planners_.softmax)) * batch.labels.size();
     sums[1] += static_cast<double>(count_correct(logits.data(), batch.labels));
     sums[2] += static_cast<double>(count_in_top_k(logits.data(), batch.labels, 5));
   }

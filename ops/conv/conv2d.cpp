@@ -96,7 +96,7 @@ Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int pa
       out_channels_(out_channels),
       kernel_(kernel),
       geo_{stride, padding, groups},
-      planner_(default_conv_planner()) {
+      planner_(std::make_shared<FirstApplicablePlanner>()) {
   TUNECNN_CHECK(in_channels > 0 && out_channels > 0 && kernel > 0 && groups > 0 &&
                     in_channels % groups == 0 && out_channels % groups == 0,
                 "Conv2d(", in_channels, "->", out_channels, ", kernel ", kernel, ", groups ",

@@ -38,7 +38,9 @@ class Conv2d : public Module {
   const ConvGeometry& geometry() const { return geo_; }
   bool depthwise() const { return geo_.groups > 1 && geo_.groups == in_channels_; }
 
-  void set_planner(std::shared_ptr<ConvPlanner> planner);  // forgets the cached plans
+  // Until given one (ops/planners.h), a layer plans with the untuned default. Forgets the plans
+  // made so far.
+  void set_planner(std::shared_ptr<ConvPlanner> planner);
   // The forward problem for an f32 input of this shape.
   ConvProblem problem_for(const Shape& input) const;
   // Installs the plan for inputs of one shape (the network planner decides layers together).

@@ -1,15 +1,11 @@
 #include "ops/conv/plan.h"
 
 #include <algorithm>
-#include <mutex>
 
 #include "ops/conv/registry.h"
 
 namespace tunecnn {
 namespace {
-std::mutex g_planner_mutex;
-std::shared_ptr<ConvPlanner> g_default_planner = std::make_shared<FirstApplicablePlanner>();
-
 bool runs_in(const ConvSolver& solver, const ConvProblem& problem, Layout layout) {
   const std::vector<Layout> layouts = solver.layouts(problem);
   return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
@@ -66,17 +62,6 @@ ConvLayerPlan FirstApplicablePlanner::plan(const ConvProblem& fwd_problem) {
   return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout_),
           first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout_),
           first_applicable(fwd_problem.with_dir(Direction::bwd_weights), layout_)};
-}
-
-std::shared_ptr<ConvPlanner> default_conv_planner() {
-  std::lock_guard lock(g_planner_mutex);
-  return g_default_planner;
-}
-
-void set_default_conv_planner(std::shared_ptr<ConvPlanner> planner) {
-  TUNECNN_CHECK(planner != nullptr, "set_default_conv_planner: null planner");
-  std::lock_guard lock(g_planner_mutex);
-  g_default_planner = std::move(planner);
 }
 
 void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& args) {

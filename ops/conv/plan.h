@@ -1,6 +1,7 @@
 #pragma once
-// How one conv layer runs: a solver, config and layout per direction. The autotuner fills plans;
-// until it has, the first applicable NCHW solver in registry order is used. All three directions
+// How one conv layer runs: a solver, config and layout per direction. A layer asks its planner
+// (ops/planners.h): the autotuner's, or the untuned default, the first applicable NCHW solver in
+// registry order. All three directions
 // of a layer share one layout, since they share the layer's activations and gradients.
 #include <memory>
 
@@ -37,10 +38,6 @@ class FirstApplicablePlanner final : public ConvPlanner {
  private:
   Layout layout_;
 };
-
-// The planner new conv layers use; autotune replaces it.
-std::shared_ptr<ConvPlanner> default_conv_planner();
-void set_default_conv_planner(std::shared_ptr<ConvPlanner> planner);
 
 // Allocates the plan's workspace and runs it; checks the solver is applicable first.
 void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& args);

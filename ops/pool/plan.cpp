@@ -1,15 +1,11 @@
 #include "ops/pool/plan.h"
 
 #include <algorithm>
-#include <mutex>
 
 #include "ops/pool/registry.h"
 
 namespace tunecnn {
 namespace {
-std::mutex g_planner_mutex;
-std::shared_ptr<PoolPlanner> g_default_planner = std::make_shared<FirstApplicablePoolPlanner>();
-
 bool accepts(const PoolSolver& solver, const PoolProblem& problem, Layout layout) {
   const std::vector<Layout> layouts = solver.layouts(problem);
   return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
@@ -46,17 +42,6 @@ std::vector<Layout> pool_layouts(const PoolProblem& fwd_problem) {
 PoolLayerPlan FirstApplicablePoolPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
   return {first_applicable(fwd_problem.with_dir(Direction::fwd), layout),
           first_applicable(fwd_problem.with_dir(Direction::bwd_data), layout), layout};
-}
-
-std::shared_ptr<PoolPlanner> default_pool_planner() {
-  std::lock_guard lock(g_planner_mutex);
-  return g_default_planner;
-}
-
-void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner) {
-  TUNECNN_CHECK(planner != nullptr, "set_default_pool_planner: null planner");
-  std::lock_guard lock(g_planner_mutex);
-  g_default_planner = std::move(planner);
 }
 
 void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args) {

@@ -32,10 +32,6 @@ class FirstApplicablePoolPlanner final : public PoolPlanner {
   PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
 };
 
-// The planner pooling layers use; autotune replaces it.
-std::shared_ptr<PoolPlanner> default_pool_planner();
-void set_default_pool_planner(std::shared_ptr<PoolPlanner> planner);
-
 // Checks the solver is applicable, then runs it.
 void run_pool(const PoolPlan& plan, const PoolProblem& problem, const PoolArgs& args);
 

@@ -5,17 +5,18 @@
 namespace tunecnn {
 namespace {
 
-// The plan for an input that arrives in its own layout, from the default planner: as it is when
-// some solver runs that layout, else in NCHW, which the direct solver runs.
-PoolLayerPlan default_plan(const PoolProblem& problem, Layout arriving) {
+// The plan for an input that arrives in its own layout, from `planner`: as it is when some
+// solver runs that layout, else in NCHW, which the direct solver runs.
+PoolLayerPlan plan_for_arriving(PoolPlanner& planner, const PoolProblem& problem, Layout arriving) {
   const bool runs_as_is = contains_layout(pool_layouts(problem), arriving);
-  return default_pool_planner()->plan(problem, runs_as_is ? arriving : Layout::NCHW);
+  return planner.plan(problem, runs_as_is ? arriving : Layout::NCHW);
 }
 
 Variable pool_with_default_plan(const Variable& x, PoolKind kind, const PoolGeometry& geometry,
                                 bool count_include_pad) {
   const PoolProblem problem = pool_problem(x.data(), kind, geometry, count_include_pad);
-  return pool2d(x, problem, default_plan(problem, x.data().layout()));
+  FirstApplicablePoolPlanner untuned;
+  return pool2d(x, problem, plan_for_arriving(untuned, problem, x.data().layout()));
 }
 
 std::string geometry_str(const char* name, const PoolGeometry& g) {
@@ -79,7 +80,8 @@ Variable avg_pool2d(const Variable& x, PoolGeometry geometry, bool count_include
   return pool_with_default_plan(x, PoolKind::avg, geometry, count_include_pad);
 }
 
-Pool2d::Pool2d(PoolKind kind, PoolGeometry geometry) : kind_(kind), geometry_(geometry) {}
+Pool2d::Pool2d(PoolKind kind, PoolGeometry geometry)
+    : kind_(kind), geometry_(geometry), planner_(std::make_shared<FirstApplicablePoolPlanner>()) {}
 
 Variable Pool2d::forward(const Variable& input) {
   const PoolProblem problem = pool_problem(input.data(), kind_, geometry_);
@@ -87,7 +89,7 @@ Variable Pool2d::forward(const Variable& input) {
   // A plan installed for another device (the model has moved since) is replanned here.
   if (it != plans_.end() && it->second.second.fwd.solver->device() == problem.device)
     return pool2d(input, problem, it->second.second);
-  return pool2d(input, problem, default_plan(problem, input.data().layout()));
+  return pool2d(input, problem, plan_for_arriving(*planner_, problem, input.data().layout()));
 }
 
 PoolProblem Pool2d::problem_for(const Shape& input) const {
@@ -113,6 +115,12 @@ void Pool2d::set_plan(const PoolProblem& fwd_problem, const PoolLayerPlan& plan)
   TUNECNN_CHECK(plan.fwd.solver != nullptr && plan.bwd_data.solver != nullptr,
                 "Pool2d::set_plan: a plan without a solver for ", fwd_problem.key());
   plans_[fwd_problem.key()] = {fwd_problem, plan};
+}
+
+void Pool2d::set_planner(std::shared_ptr<PoolPlanner> planner) {
+  TUNECNN_CHECK(planner != nullptr, "Pool2d::set_planner: null planner for ", describe());
+  planner_ = std::move(planner);
+  plans_.clear();
 }
 
 std::vector<std::pair<PoolProblem, PoolLayerPlan>> Pool2d::plans() const {

@@ -1,9 +1,10 @@
 #pragma once
 // 2-D max and average pooling over [N, C, H, W] activations, floor mode. A layer runs the plan the
-// network planner installed for its input shape (set_plan); without one it asks
-// default_pool_planner() for the layout its input arrives in, so an autotuner's planner applies
-// without touching layers.
+// network planner installed for its input shape (set_plan); without one it asks its planner
+// (ops/planners.h: the autotuner's, or the untuned default) for the layout its input arrives in.
+// The functions max_pool2d and avg_pool2d always run the untuned default.
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,12 +49,16 @@ class Pool2d : public Module {
   PoolProblem problem_for(const Shape& input) const;
   // Installs the plan for inputs of one shape (the network planner decides layers together).
   void set_plan(const PoolProblem& fwd_problem, const PoolLayerPlan& plan);
+  // Asked for a shape without an installed plan; until given one, the untuned default. Forgets the
+  // installed plans.
+  void set_planner(std::shared_ptr<PoolPlanner> planner);
   // Every installed plan with its forward problem.
   std::vector<std::pair<PoolProblem, PoolLayerPlan>> plans() const;
 
  private:
   PoolKind kind_;
   PoolGeometry geometry_;
+  std::shared_ptr<PoolPlanner> planner_;
   std::map<std::string, std::pair<PoolProblem, PoolLayerPlan>> plans_;  // by fwd problem key
 };
 

@@ -1,16 +1,8 @@
 #include "ops/softmax/plan.h"
 
-#include <mutex>
-
 #include "ops/softmax/registry.h"
 
 namespace tunecnn {
-namespace {
-std::mutex g_planner_mutex;
-std::shared_ptr<SoftmaxPlanner> g_default_planner =
-    std::make_shared<FirstApplicableSoftmaxPlanner>();
-}  // namespace
-
 const SoftmaxSolver& FirstApplicableSoftmaxPlanner::plan(const SoftmaxProblem& problem) {
   for (const SoftmaxSolver* solver : softmax_solvers(problem.device))
     if (solver->applicable(problem, nullptr)) return *solver;
@@ -18,17 +10,6 @@ const SoftmaxSolver& FirstApplicableSoftmaxPlanner::plan(const SoftmaxProblem& p
                problem.device == Device::cuda && cuda_softmax_solvers().empty()
                    ? " (this build has no CUDA backend)"
                    : "");
-}
-
-std::shared_ptr<SoftmaxPlanner> default_softmax_planner() {
-  std::lock_guard lock(g_planner_mutex);
-  return g_default_planner;
-}
-
-void set_default_softmax_planner(std::shared_ptr<SoftmaxPlanner> planner) {
-  TUNECNN_CHECK(planner != nullptr, "set_default_softmax_planner: null planner");
-  std::lock_guard lock(g_planner_mutex);
-  g_default_planner = std::move(planner);
 }
 
 double run_softmax(const SoftmaxSolver& solver, const SoftmaxProblem& problem,

@@ -1,7 +1,7 @@
 #pragma once
-// Which solver runs a softmax cross-entropy problem. The op asks the default planner on every
-// call (the problem is known only then); until the autotuner installs its own planner, the first
-// applicable solver in registry order is used.
+// Which solver runs a softmax cross-entropy problem. The op asks the planner it is given on every
+// call (the problem is known only then): the autotuner's, or by default the first applicable
+// solver in registry order.
 #include <memory>
 
 #include "ops/softmax/solver.h"
@@ -19,10 +19,6 @@ class FirstApplicableSoftmaxPlanner final : public SoftmaxPlanner {
  public:
   const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
 };
-
-// The planner softmax_cross_entropy uses; autotune replaces it. Thread-safe.
-std::shared_ptr<SoftmaxPlanner> default_softmax_planner();
-void set_default_softmax_planner(std::shared_ptr<SoftmaxPlanner> planner);
 
 // Checks the solver is applicable, then runs it; returns the mean loss.
 double run_softmax(const SoftmaxSolver& solver, const SoftmaxProblem& problem,

@@ -25,7 +25,7 @@ std::shared_ptr<Communicator>& world() {
 
 std::shared_ptr<Sequential> lenet() {
   Rng rng(7);  // the same weights on every rank
-  return build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}}, rng);
+  return build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
 }
 
 // The first `count` MNIST training images as one batch.
