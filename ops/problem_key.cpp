@@ -5,6 +5,8 @@
 #include <charconv>
 #include <string>
 
+#include "core/error.h"
+
 namespace tunecnn {
 namespace {
 

@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/conv/problem.h"
+#include "core/types.h"
+#include "ops/vocabulary.h"
 
 namespace tunecnn {
 

@@ -7,15 +7,6 @@
 
 namespace tunecnn {
 
-std::string_view to_string(Direction dir) {
-  switch (dir) {
-    case Direction::fwd: return "fwd";
-    case Direction::bwd_data: return "bwd_data";
-    case Direction::bwd_weights: return "bwd_weights";
-  }
-  return "?";
-}
-
 std::int64_t ConvProblem::macs() const {
   return static_cast<std::int64_t>(mb) * oc * oh() * ow() * (ic / g) * kh * kw;
 }

@@ -8,11 +8,9 @@
 #include <string_view>
 
 #include "core/tensor.h"
+#include "ops/vocabulary.h"
 
 namespace tunecnn {
-
-enum class Direction : std::uint8_t { fwd, bwd_data, bwd_weights };
-std::string_view to_string(Direction dir);  // "fwd", "bwd_data", "bwd_weights"
 
 struct ConvProblem {
   Direction dir = Direction::fwd;

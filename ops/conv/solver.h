@@ -7,16 +7,9 @@
 #include <vector>
 
 #include "ops/conv/problem.h"
+#include "ops/vocabulary.h"
 
 namespace tunecnn {
-
-// A solver's tunables, e.g. {{"T", 100}}; empty for solvers without any.
-struct TuneConfig {
-  std::vector<std::pair<std::string, int>> values;
-  int get(std::string_view name, int fallback) const;
-  std::string str() const;  // "T=100,S=32", or "" when empty
-  bool operator==(const TuneConfig&) const = default;
-};
 
 // The tensors of one call. Which ones are read and written depends on the direction:
 //   fwd:         reads src, wei           writes dst
@@ -58,12 +51,6 @@ class ConvSolver {
 inline constexpr std::size_t kWorkspaceAlignment = 64;
 constexpr std::size_t align_workspace(std::size_t bytes) {
   return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
-}
-
-// Fills `why` (when non-null) and returns false: the guard-clause idiom of applicable().
-inline bool reject(std::string* why, std::string reason) {
-  if (why != nullptr) *why = std::move(reason);
-  return false;
 }
 
 }  // namespace tunecnn

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/conv/problem.h"
+#include "core/tensor.h"
+#include "ops/vocabulary.h"
 
 namespace tunecnn {
 

@@ -1,13 +1,14 @@
 #pragma once
 // The pooling solver contract, the same as ConvSolver's: stateless, one const instance per
 // algorithm, listed in an explicit registry (ops/pool/registry.h). Configs are tunables such as a
-// coarsening factor; TuneConfig and reject() come from the conv contract.
+// coarsening factor; TuneConfig and reject() are the shared ops vocabulary.
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "ops/conv/solver.h"
+#include "core/tensor.h"
 #include "ops/pool/problem.h"
+#include "ops/vocabulary.h"
 
 namespace tunecnn {
 
