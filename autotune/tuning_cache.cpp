@@ -1,7 +1,7 @@
 // The tuning cache in memory (find, put, thresholds) and on disk: loading, atomic saving under the
 // file lock, the read-modify-write that keeps what other processes wrote, moving an unusable file
 // aside, merging two caches, and the default location. The YAML format is in
-// tuning_cache_format.cpp.
+// tuning_cache_emit.cpp (writing) and tuning_cache_parse.cpp (reading).
 #include "autotune/tuning_cache.h"
 
 #include <fcntl.h>
