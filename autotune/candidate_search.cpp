@@ -1,9 +1,13 @@
+// One problem's search over its candidates: each trial's default config scouted, the trials
+// finished fastest scout first, configs hill-climbed or swept, results kept in enumeration order,
+// and the entry made of them. The timing policy is in call_timing.cpp, the playoff that ends a
+// pass in candidate_playoff.cpp, the choice of a winner in candidate_choice.cpp. Also the timing
+// arguments and the provenance an entry records.
 #include "autotune/candidate_search.h"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <iostream>
@@ -11,48 +15,14 @@
 #include <map>
 #include <set>
 
+#include "autotune/call_timing.h"
 #include "core/error.h"
 #include "core/init.h"
 #include "core/tensor.h"
 
 namespace tunecnn {
-
-// The calls one candidate has had so far; a scouted candidate keeps its first timed call here
-// until the rest of its timing.
-struct CallSamples {
-  std::vector<double> times;  // the timed calls, seconds
-  double spent = 0;           // their sum
-  double warmup_s = 0;        // the untimed warm-up calls
-  bool cold_first = false;    // times[0] had no warm-up before it (a scout's call)
-
-  // The calls the median, spread and settling are taken over: a cold first call is dropped once
-  // warm ones follow (it decides only whether there are more), since it would otherwise hold the
-  // median off settling for two more calls.
-  std::vector<double> warm() const {
-    if (cold_first && times.size() > 1) return {times.begin() + 1, times.end()};
-    return times;
-  }
-};
-
 namespace {
 
-// A noise floor for ties: timings within 3% of the best are indistinguishable on a busy CPU (on
-// the 2-core development machine, the same candidate's median moved by a median 11% between
-// four profiling runs of MobileNet; two candidates timed in alternation kept their order within
-// 1-3%).
-constexpr double kTieFraction = 0.03;
-// A first timed call this many times slower than the best median so far ends a candidate's timing;
-// so do two calls whose faster one is still beyond kLosingMargin of it. A scout's call is cold (no
-// warm-up before it: fresh workspace pages, idle threads), so alone it ends the timing only when it
-// is kColdHopelessFactor slower.
-constexpr double kHopelessFactor = 1.15;
-constexpr double kColdHopelessFactor = 2;
-constexpr double kLosingMargin = 0.03;
-// Calls longer than this need no separate warm-up.
-constexpr double kLongCallSeconds = 0.05;
-// A rival of the best so far is timed for at most this many of the best's calls (close pairs are
-// settled by the playoff, in alternation, not by long solo runs).
-constexpr double kRivalBudget = 2;
 // A solver in a layout whose default config is this many times slower than the best so far does
 // not climb its configs: one tunable step does not close such a gap, and each step costs calls.
 constexpr double kClimbFactor = 1.3;
@@ -61,103 +31,6 @@ constexpr double kClimbFactor = 1.3;
 // on MobileNet its default was 4-8x behind direct kernels and the sweep's larger group sizes
 // slower still, yet they cost a third of the profiling pass.
 constexpr double kSweepFactor = 2;
-// A pass's finalists (the two fastest and each layout's fastest) within this factor of the
-// fastest are timed again in alternation, for this many calls each.
-constexpr double kPlayoffFactor = 1.15;
-constexpr int kPlayoffRounds = 2;
-// A layout's fastest candidate cut on its one cold call within this factor of the fastest gets a
-// second call before the playoff (CandidateSearch::second_opinion).
-constexpr double kSecondOpinionFactor = 2.5;
-// Settled: adding each of the last this many calls moved the median less than `settle`.
-constexpr int kSettleLookback = 2;
-
-double steady_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-bool settled(const std::vector<double>& times, const TunerOptions& o) {
-  if (static_cast<int>(times.size()) < std::max(o.min_repeats, kSettleLookback + 1)) return false;
-  const double now = median_of(times);
-  for (int back = 1; back <= kSettleLookback; ++back) {
-    const std::vector<double> before(times.begin(), times.end() - back);
-    if (std::abs(now - median_of(before)) > o.settle * now) return false;
-  }
-  return true;
-}
-
-// A candidate that cannot win: its median will be at least its fastest call, and that is already
-// slower than the best median so far (`bound_s`) by more than the noise allows. One call decides
-// only when it is far slower; two when it is close, so one unlucky call does not drop a rival.
-
-bool hopeless(const CallSamples& s, double bound_s) {
-  if (bound_s <= 0 || s.times.empty()) return false;
-  if (s.times.size() == 1) return s.times[0] > (s.cold_first ? kColdHopelessFactor : kHopelessFactor) * bound_s;
-  return *std::min_element(s.times.begin(), s.times.end()) > (1 + kLosingMargin) * bound_s;
-}
-
-void time_one(const std::function<void()>& call, const std::function<double()>& clock, CallSamples& s) {
-  const double start = clock();
-  call();
-  s.times.push_back(clock() - start);
-  s.spent += s.times.back();
-}
-
-// options.warmup untimed calls; a call over kLongCallSeconds is its own warm-up (first-touch
-// costs are noise at that scale), so it is kept as the first timed call and ends the warm-up.
-void warm_up(const std::function<void()>& call, const TunerOptions& o,
-             const std::function<double()>& clock, CallSamples& s) {
-  for (int i = 0; i < o.warmup; ++i) {
-    const double start = clock();
-    call();
-    const double took = clock() - start;
-    if (took > kLongCallSeconds) {
-      s.times.push_back(took);
-      s.spent += took;
-      return;
-    }
-    s.warmup_s += took;
-  }
-}
-
-// Timed calls stop when the median settles, the cap is spent or max_repeats is reached, and,
-// against the best median so far (`bound_s` seconds; 0: none yet), when the candidate cannot win
-// (hopeless(); as in MIOpen's and cuDNN's find, the repeats would only measure precisely how much
-// it loses) or when a rival has had kRivalBudget times the best's call: close enough to need
-// repeats, it has had them. One timed call at least.
-bool timing_done(const CallSamples& s, const TunerOptions& o, double bound_s) {
-  if (s.times.empty()) return false;
-  return static_cast<int>(s.times.size()) >= o.max_repeats || s.spent >= o.max_seconds ||
-         settled(s.warm(), o) || hopeless(s, bound_s) ||
-         (bound_s > 0 && s.spent >= kRivalBudget * bound_s);
-}
-
-void time_until_done(const std::function<void()>& call, const TunerOptions& o,
-                     const std::function<double()>& clock, double bound_s, CallSamples& s) {
-  while (!timing_done(s, o, bound_s)) time_one(call, clock, s);
-}
-
-CallTiming summarise(const CallSamples& s) {
-  const std::vector<double> times = s.warm();
-  const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-  return {median_of(times) * 1e3, (*hi - *lo) / 2 * 1e3, static_cast<int>(times.size()),
-          s.warmup_s * 1e3};
-}
-
-CallTiming time_with_clock(const std::function<void()>& call, const TunerOptions& o,
-                           const std::function<double()>& clock, double bound_s) {
-  CallSamples s;
-  warm_up(call, o, clock, s);
-  time_until_done(call, o, clock, bound_s, s);
-  return summarise(s);
-}
 
 std::string describe(const SolverTrial& trial, const TuneConfig& config) {
   std::string out = trial.solver;
@@ -203,54 +76,6 @@ std::string utc_now_iso() {
 
 }  // namespace
 
-CallTiming time_calls(const std::function<void()>& call, const TunerOptions& options,
-                      double bound_s) {
-  return time_with_clock(call, options, options.clock ? options.clock : steady_seconds, bound_s);
-}
-
-// Among eligible correct candidates, those within the noise of the fastest are ties; the tie goes
-// to a deterministic candidate, then the least workspace, then the earliest in enumeration order
-// (registry, layout, config), so equal timings always give the same plan.
-const CandidateResult* choose_candidate(const std::vector<CandidateResult>& candidates,
-                                        const std::function<bool(const CandidateResult&)>& eligible) {
-  const auto ok = [&](const CandidateResult& c) { return c.correct && c.runs > 0 && eligible(c); };
-  const CandidateResult* best = nullptr;
-  for (const CandidateResult& c : candidates)
-    if (ok(c) && (best == nullptr || c.median_ms < best->median_ms)) best = &c;
-  if (best == nullptr) return nullptr;
-  // Within the noise: the floor, or the two timings' spreads together when that is larger (a
-  // candidate whose own calls varied by 0.5 ms is not known to be 0.4 ms slower).
-  const auto tied = [&](const CandidateResult& c) {
-    return c.median_ms <= best->median_ms + std::max(best->spread_ms + c.spread_ms, kTieFraction * best->median_ms);
-  };
-  const auto preferred = [](const CandidateResult& c, const CandidateResult& pick) {
-    if (c.deterministic != pick.deterministic) return c.deterministic;
-    if (c.workspace_bytes != pick.workspace_bytes) return c.workspace_bytes < pick.workspace_bytes;
-    return &c < &pick;  // in order: the first of equals stays
-  };
-  const CandidateResult* pick = best;
-  for (const CandidateResult& c : candidates)
-    if (ok(c) && tied(c) && preferred(c, *pick)) pick = &c;
-  return pick;
-}
-
-std::vector<CandidateResult> best_per_layout(const std::vector<CandidateResult>& candidates) {
-  std::vector<CandidateResult> best;
-  for (const CandidateResult& c : candidates) {
-    if (!c.correct || c.runs == 0) continue;
-    auto same = std::find_if(best.begin(), best.end(),
-                             [&](const CandidateResult& b) { return b.layout == c.layout; });
-    if (same == best.end())
-      best.push_back(c);
-    else if (c.median_ms < same->median_ms)
-      *same = c;
-  }
-  std::sort(best.begin(), best.end(), [](const CandidateResult& a, const CandidateResult& b) {
-    return a.median_ms < b.median_ms;
-  });
-  return best;
-}
-
 Tensor timing_input(const Shape& shape, DType dt, Device device, std::uint64_t seed) {
   Tensor t = Tensor::empty(shape, dt);
   hash_fill(t, -1, 1, seed);
@@ -293,8 +118,9 @@ struct CandidateSearch::Attempt {
 // Trials in two passes. First each trial's default config is checked and given its warm-up and
 // one timed call (scouting); then the trials are finished fastest scout first, so the likely
 // winner is timed in full first and every rival after it meets a tight bound (hopeless() and
-// kRivalBudget), instead of a slow early candidate being timed in full for nothing. Results stay
-// in enumeration order whatever the timing order was, so ties break the same way on every run.
+// kRivalBudget in call_timing.cpp), instead of a slow early candidate being timed in full for
+// nothing. Results stay in enumeration order whatever the timing order was, so ties break the
+// same way on every run.
 void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
   std::vector<std::vector<TuneConfig>> configs;
   std::vector<Attempt> scouts;
@@ -337,73 +163,6 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
     }
   }
   playoff(trials, next_trial_ - trials.size());
-}
-
-// Each candidate was timed on its own, in whatever load the machine had at that moment, so a
-// burst during the leader's calls can hand the win to a slower rival, and the best candidates of
-// two layouts, which the layout DP weighs against each other, can swap places between runs. The
-// finalists of this pass (the two fastest, and the fastest in each other layout) that are within
-// kPlayoffFactor of the fastest are called in alternation (a, b, c, a, b, c, ...), so all see the
-// same load, and those calls' medians replace their timings.
-void CandidateSearch::playoff(const std::vector<SolverTrial>& trials, std::size_t first_number) {
-  std::vector<std::size_t> timed;  // indices into results_, of this pass's timed candidates
-  for (std::size_t i = 0; i < results_.size(); ++i)
-    if (ranks_[i].first >= first_number && results_[i].correct && results_[i].runs > 0) timed.push_back(i);
-  std::stable_sort(timed.begin(), timed.end(), [&](std::size_t a, std::size_t b) {
-    return results_[a].median_ms < results_[b].median_ms;
-  });
-  std::vector<std::size_t> finalists;
-  std::set<Layout> seen;
-  for (std::size_t rank = 0; rank < timed.size(); ++rank) {
-    const std::size_t index = timed[rank];
-    const bool layout_best = seen.insert(results_[index].layout).second;
-    const double fastest_ms = results_[timed[0]].median_ms;
-    const bool close = results_[index].median_ms <= kPlayoffFactor * fastest_ms ||
-                       (layout_best && second_opinion(trials, index, fastest_ms));
-    if (close && (rank < 2 || layout_best)) finalists.push_back(index);
-  }
-  if (finalists.size() < 2) return;
-  std::vector<CallSamples> samples(finalists.size());
-  for (int round = 0; round < kPlayoffRounds; ++round)
-    for (std::size_t k = 0; k < finalists.size(); ++k) time_one(call_of(trials, finalists[k]), clock_, samples[k]);
-  for (std::size_t k = 0; k < finalists.size(); ++k) record(finalists[k], samples[k], kPlayoffRounds);
-}
-
-// A layout's fastest candidate that was cut on its one cold scouting call may have met a burst
-// (on MobileNet one lasted through five candidates' calls and put every layout but the leader's
-// at 2x), and then the layout DP weighs that layout at twice its cost. Within
-// kSecondOpinionFactor of the fastest it gets one more call; when that one is within
-// kPlayoffFactor, it is a finalist. One cut after a cold and a warm call was measured twice (on
-// AlexNet a third call of direct_chwn cost 0.1 s per key and changed nothing).
-bool CandidateSearch::second_opinion(const std::vector<SolverTrial>& trials, std::size_t index,
-                                     double fastest_ms) {
-  const CandidateResult& r = results_[index];
-  if (costs_[index].calls > 1 || r.median_ms > kSecondOpinionFactor * fastest_ms) return false;
-  CallSamples samples;
-  samples.times = {r.median_ms / 1e3};
-  time_one(call_of(trials, index), clock_, samples);
-  record(index, samples, 1);  // both calls: their spread tells the layout DP how unsure they are
-  return samples.times.back() * 1e3 <= kPlayoffFactor * fastest_ms;
-}
-
-std::function<void()> CandidateSearch::call_of(const std::vector<SolverTrial>& trials, std::size_t index) const {
-  const CandidateResult& r = results_[index];
-  const auto trial = std::find_if(trials.begin(), trials.end(), [&](const SolverTrial& t) {
-    return t.solver == r.solver && t.layout == r.layout;
-  });
-  return [trial, config = r.config, bytes = r.workspace_bytes] { trial->run(config, bytes); };
-}
-
-// Replaces a candidate's timing with these calls', the last `new_calls` of which are added to
-// what it has cost.
-void CandidateSearch::record(std::size_t index, const CallSamples& samples, int new_calls) {
-  const CallTiming t = summarise(samples);
-  CandidateResult& r = results_[index];
-  r.median_ms = t.median_ms;
-  r.spread_ms = t.spread_ms;
-  r.runs = t.runs;
-  for (int k = 0; k < new_calls; ++k) costs_[index].timing_s += samples.times[samples.times.size() - 1 - k];
-  costs_[index].calls += new_calls;
 }
 
 void CandidateSearch::try_trial(const SolverTrial& trial) {

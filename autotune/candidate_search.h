@@ -101,7 +101,7 @@ struct SolverTrial {
   std::function<void(const TuneConfig&, std::size_t workspace_bytes)> run;
 };
 
-struct CallSamples;  // one candidate's timed calls (candidate_search.cpp)
+struct CallSamples;  // one candidate's timed calls (call_timing.h)
 
 // One problem's search: candidates accumulate over calls, in the order tried, which is also the
 // last tie-break.

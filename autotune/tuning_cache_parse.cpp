@@ -1,0 +1,273 @@
+// Reading the tuning cache's YAML text (parse_tuning_cache): the checks that decide whether the
+// file as a whole is usable, and the per-value checks that skip one bad entry, threshold or
+// bandwidth with a warning. Writing it is in tuning_cache_emit.cpp.
+#include "autotune/tuning_cache.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autotune/tuning_cache_format.h"
+#include "core/error.h"
+#include "core/types.h"
+
+namespace tunecnn {
+namespace {
+
+// Field access that fails with the field's name: these messages end up in user warnings.
+YAML::Node field(const YAML::Node& map, const char* name) {
+  YAML::Node value = map[name];
+  if (!value) TUNECNN_FAIL("missing '", name, "'");
+  return value;
+}
+
+void require_map(const YAML::Node& node, const char* what) {
+  if (!node.IsMap()) TUNECNN_FAIL("'", what, "' is not a map");
+}
+
+// Every value read from the file goes through here. One holding control bytes is refused: the
+// cache writes none, and `autotune show` would print them to the terminal.
+template <class T>
+T scalar_as(const YAML::Node& node, const char* name) {
+  if (!node.IsScalar()) TUNECNN_FAIL("'", name, "' is not a scalar");
+  if (printable(node.Scalar()) != node.Scalar())
+    TUNECNN_FAIL("'", name, "' holds control characters: '", printable(node.Scalar()), "'");
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    TUNECNN_FAIL("'", name, "' has a bad value '", node.Scalar(), "'");
+  }
+}
+
+template <class T>
+T scalar(const YAML::Node& map, const char* name) {
+  return scalar_as<T>(field(map, name), name);
+}
+
+TuneConfig parse_config(const YAML::Node& node) {
+  TuneConfig config;
+  if (node.IsNull()) return config;
+  require_map(node, "config");
+  for (const auto& item : node) {
+    const auto name = scalar_as<std::string>(item.first, "config name");
+    config.values.emplace_back(name, scalar_as<int>(item.second, "config value"));
+  }
+  return config;
+}
+
+Layout parse_layout_field(const YAML::Node& map) {
+  const auto text = scalar<std::string>(map, "layout");
+  try {
+    return parse_layout(text);
+  } catch (const Error&) {
+    TUNECNN_FAIL("unknown layout '", text, "'");
+  }
+}
+
+CandidateResult parse_candidate(const YAML::Node& node) {
+  require_map(node, "candidate");
+  CandidateResult c;
+  c.solver = scalar<std::string>(node, "solver");
+  c.config = parse_config(field(node, "config"));
+  c.layout = parse_layout_field(node);
+  c.median_ms = scalar<double>(node, "median_ms");
+  c.spread_ms = scalar<double>(node, "spread_ms");
+  c.runs = scalar<int>(node, "runs");
+  c.workspace_bytes = scalar<std::size_t>(node, "workspace_bytes");
+  c.correct = scalar<bool>(node, "correct");
+  // Absent in caches written before the field and for every deterministic candidate.
+  if (node["deterministic"]) c.deterministic = scalar<bool>(node, "deterministic");
+  if (c.runs < 0) TUNECNN_FAIL("candidate ", c.solver, " has negative runs");
+  // A negative time would make the planner pick the slowest candidate, and a NaN one fail to
+  // compare: the entry is skipped and profiled again instead.
+  for (const char* name : {"median_ms", "spread_ms"}) {
+    const double ms = name == std::string_view("median_ms") ? c.median_ms : c.spread_ms;
+    if (!std::isfinite(ms) || ms < 0)
+      TUNECNN_FAIL("candidate ", c.solver, " has ", name, " ", node[name].Scalar(), " (needs a finite time >= 0)");
+  }
+  return c;
+}
+
+// Throws Error naming the problem; the caller skips the entry. Only the chosen solver must be
+// known: a candidate of a solver this build lacks is still a fair record of what was measured.
+TuningEntry parse_entry(const YAML::Node& node, const SolverFilter& known) {
+  require_map(node, "entry");
+  TuningEntry e;
+  e.key = scalar<std::string>(node, "key");
+  if (e.key.empty()) TUNECNN_FAIL("empty key");
+  const YAML::Node choice = field(node, "choice");
+  require_map(choice, "choice");
+  e.solver = scalar<std::string>(choice, "solver");
+  if (!known(e.solver)) TUNECNN_FAIL("unknown solver '", e.solver, "'");
+  e.config = parse_config(field(choice, "config"));
+  e.layout = parse_layout_field(choice);
+  const YAML::Node candidates = field(node, "candidates");
+  if (!candidates.IsSequence() && !candidates.IsNull()) TUNECNN_FAIL("'candidates' is not a list");
+  for (const auto& c : candidates) e.candidates.push_back(parse_candidate(c));
+  const YAML::Node provenance = field(node, "provenance");
+  require_map(provenance, "provenance");
+  e.provenance.host = scalar<std::string>(provenance, "host");
+  e.provenance.date = scalar<std::string>(provenance, "date");
+  e.provenance.version = scalar<std::string>(provenance, "version");
+  return e;
+}
+
+// "FROM>TO" with two different layouts, spelled as to_string spells them (parse_layout is exact).
+void check_transform_pair(const std::string& pair) {
+  const auto arrow = pair.find('>');
+  bool known = false;
+  if (arrow != std::string::npos) {
+    try {
+      known = parse_layout(pair.substr(0, arrow)) != parse_layout(pair.substr(arrow + 1));
+    } catch (const Error&) {
+    }
+  }
+  if (!known) TUNECNN_FAIL("unknown layout pair '", pair, "' (expected e.g. NCHW>CHWN)");
+}
+
+double parse_gbps(const YAML::Node& node) {
+  const auto gbps = scalar_as<double>(node, "transform_gbps value");
+  if (!std::isfinite(gbps) || gbps < 0)
+    TUNECNN_FAIL("bad bandwidth '", printable(node.Scalar()), "' (needs a finite number >= 0)");
+  return gbps;
+}
+
+// Each bad pair is dropped with a warning; the rest of the device stays usable, since a missing
+// bandwidth only means the planner calibrates it again.
+std::map<std::string, double> parse_transform_gbps(const YAML::Node& node, const std::string& where,
+                                                   std::vector<std::string>& warnings) {
+  std::map<std::string, double> out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsMap()) {
+    warnings.push_back(where + ": skipped 'transform_gbps': not a map");
+    return out;
+  }
+  for (const auto& item : node) {
+    const std::string pair = item.first.IsScalar() ? printable(item.first.Scalar()) : "?";
+    try {
+      check_transform_pair(pair);
+      out[pair] = parse_gbps(item.second);
+    } catch (const std::exception& e) {
+      warnings.push_back(where + ": skipped transform_gbps '" + pair + "': " + user_message(e));
+    }
+  }
+  return out;
+}
+
+DeviceThresholds parse_thresholds(const YAML::Node& node, const std::string& where,
+                                  std::vector<std::string>& warnings) {
+  DeviceThresholds t;
+  if (!node || node.IsNull()) return t;
+  require_map(node, "thresholds");
+  if (node["mec_t"]) t.mec_t = scalar<int>(node, "mec_t");
+  if (node["ct"]) t.ct = scalar<int>(node, "ct");
+  if (node["nt"]) t.nt = scalar<int>(node, "nt");
+  t.transform_gbps = parse_transform_gbps(node["transform_gbps"], where, warnings);
+  return t;
+}
+
+// "the entry 'KEY'" when the key can be read, else its position: for warnings.
+std::string entry_name(const YAML::Node& node, std::size_t index) {
+  if (node.IsMap() && node["key"] && node["key"].IsScalar())
+    return "entry '" + printable(node["key"].Scalar()) + "'";
+  return "entry #" + std::to_string(index + 1);
+}
+
+void parse_entries(const YAML::Node& entries, DeviceRecord& device, const std::string& where,
+                   std::vector<std::string>& warnings, const SolverFilter& known) {
+  if (!entries || entries.IsNull()) return;
+  if (!entries.IsSequence()) TUNECNN_FAIL("'entries' is not a list");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const YAML::Node node = entries[i];
+    try {
+      TuningEntry entry = parse_entry(node, known);
+      if (device.entries.count(entry.key)) TUNECNN_FAIL("a second entry with the same key");
+      std::string key = entry.key;
+      device.entries.emplace(std::move(key), std::move(entry));
+    } catch (const std::exception& e) {
+      warnings.push_back(where + ": skipped " + entry_name(node, i) + ": " + user_message(e));
+    }
+  }
+}
+
+// Throws Error for a device section that cannot be read at all; the caller skips it.
+DeviceRecord parse_device(const YAML::Node& node, const std::string& source,
+                          std::vector<std::string>& warnings, const SolverFilter& known) {
+  require_map(node, "device");
+  DeviceRecord device;
+  device.id = scalar<std::string>(node, "id");
+  if (device.id.empty()) TUNECNN_FAIL("empty device id");
+  const YAML::Node fingerprint = field(node, "fingerprint");
+  require_map(fingerprint, "fingerprint");
+  for (const auto& item : fingerprint)
+    device.fingerprint[scalar_as<std::string>(item.first, "fingerprint field")] =
+        scalar_as<std::string>(item.second, "fingerprint value");
+  const std::string where = source + ", device " + device.id;
+  device.thresholds = parse_thresholds(node["thresholds"], where, warnings);
+  parse_entries(node["entries"], device, where, warnings, known);
+  return device;
+}
+
+bool ends_with_marker(std::string_view text) {
+  const auto end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string_view::npos) return false;
+  text = text.substr(0, end + 1);
+  return text.size() >= kTuningCacheEndMarker.size() &&
+         text.substr(text.size() - kTuningCacheEndMarker.size()) == kTuningCacheEndMarker;
+}
+
+// The checks that decide whether the file as a whole is usable.
+void check_header(const YAML::Node& root, std::string_view text) {
+  if (!root.IsMap()) TUNECNN_FAIL("not a tunecnn tuning cache (not a YAML map)");
+  const YAML::Node format = root["format"];
+  if (!format || !format.IsScalar() || format.Scalar() != kTuningCacheFormat)
+    TUNECNN_FAIL("not a tunecnn tuning cache (format is '",
+                 format && format.IsScalar() ? printable(format.Scalar()) : std::string("missing"),
+                 "', expected '", kTuningCacheFormat, "')");
+  const int version = scalar<int>(root, "version");
+  if (version > kTuningCacheVersion)
+    TUNECNN_FAIL("written by a newer tunecnn (format version ", version, ", this build reads ",
+                 kTuningCacheVersion, ")");
+  if (version < 1) TUNECNN_FAIL("bad format version ", version);
+  if (!ends_with_marker(text)) TUNECNN_FAIL("truncated (the end marker is missing)");
+}
+
+}  // namespace
+
+TuningCache parse_tuning_cache(std::string_view text, const std::string& source,
+                               std::vector<std::string>& warnings, const SolverFilter& known) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    TUNECNN_FAIL(source, ": corrupt or truncated YAML: ", printable(e.what()));
+  }
+  try {
+    check_header(root, text);
+  } catch (const std::exception& e) {
+    TUNECNN_FAIL(source, ": ", user_message(e));
+  }
+  const YAML::Node devices = root["devices"];
+  if (devices && !devices.IsNull() && !devices.IsSequence())
+    TUNECNN_FAIL(source, ": 'devices' is not a list");
+  TuningCache cache;
+  if (!devices || devices.IsNull()) return cache;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    try {
+      DeviceRecord device = parse_device(devices[i], source, warnings, known);
+      if (cache.devices().count(device.id)) TUNECNN_FAIL("a second section for ", device.id);
+      cache.put_device(std::move(device));
+    } catch (const std::exception& e) {
+      warnings.push_back(source + ": skipped device #" + std::to_string(i + 1) + ": " +
+                         user_message(e));
+    }
+  }
+  return cache;
+}
+
+}  // namespace tunecnn
