@@ -1,6 +1,5 @@
 #include "autotune/tuned_planner.h"
 
-#include <chrono>
 #include <cstdio>
 #include <algorithm>
 #include <iostream>
@@ -8,6 +7,7 @@
 #include <utility>
 
 #include "autotune/calibration.h"
+#include "autotune/tuned_planner_internal.h"
 #include "core/error.h"
 #include "ops/conv/registry.h"
 #include "ops/pool/registry.h"
@@ -15,23 +15,16 @@
 #include "ops/layout/to_layout.h"
 
 namespace tunecnn {
+using tuned_planner_internal::directions;
+using tuned_planner_internal::kDirections;
+using tuned_planner_internal::kPoolDirections;
+using tuned_planner_internal::pool_directions;
+using tuned_planner_internal::section_device;
+using tuned_planner_internal::steady_seconds;
+
 namespace {
 
 constexpr double kUnmeasuredTransformMs = 1e6;
-constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
-
-constexpr Direction kPoolDirections[] = {Direction::fwd, Direction::bwd_data};
-
-std::vector<Direction> directions(LayerUse use) {
-  if (use == LayerUse::inference) return {Direction::fwd};
-  if (use == LayerUse::training_from_data) return {Direction::fwd, Direction::bwd_weights};
-  return {std::begin(kDirections), std::end(kDirections)};
-}
-
-std::vector<Direction> pool_directions(LayerUse use) {
-  if (use != LayerUse::training) return {Direction::fwd};
-  return {std::begin(kPoolDirections), std::end(kPoolDirections)};
-}
 
 PoolPlan& pool_slot(PoolLayerPlan& plan, Direction dir) {
   return dir == Direction::fwd ? plan.fwd : plan.bwd_data;
@@ -48,13 +41,6 @@ std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout l
 // (flush()): each write re-reads and rewrites the whole cache, which cost as much as profiling a
 // small layer when it was done after every key.
 constexpr double kSaveIntervalSeconds = 1.0;
-
-// The device this planner's cache section measures, so its transform bandwidths are timed there:
-// device_identity names GPU sections "cuda-..." (device_id(fields, "cuda")); any other id (CPU
-// sections, the tests' made-up ids) is the CPU's.
-Device section_device(const std::string& device_id) {
-  return device_id.rfind("cuda-", 0) == 0 ? Device::cuda : Device::cpu;
-}
 
 // One direction of a layer: its best usable candidate in a layout, or nullptr.
 using BestInLayout = std::function<const CandidateResult*(Layout)>;
@@ -74,11 +60,6 @@ LayoutNode summed_node(const Shape& input, const std::vector<BestInLayout>& dire
     node.noise_ms[l] = noise;
   }
   return node;
-}
-
-double steady_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
 ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
