@@ -24,8 +24,6 @@ using tuned_planner_internal::steady_seconds;
 
 namespace {
 
-constexpr double kUnmeasuredTransformMs = 1e6;
-
 PoolPlan& pool_slot(PoolLayerPlan& plan, Direction dir) {
   return dir == Direction::fwd ? plan.fwd : plan.bwd_data;
 }
@@ -35,26 +33,6 @@ std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout l
     if (contains_layout(solver->layouts(problem), layout) && solver->applicable(problem, nullptr))
       return ConvPlan{solver, solver->configs(problem).front(), layout};
   return std::nullopt;
-}
-
-// One direction of a layer: its best usable candidate in a layout, or nullptr.
-using BestInLayout = std::function<const CandidateResult*(Layout)>;
-
-// Per layout, the sums over the directions of the best candidate's median and spread.
-LayoutNode summed_node(const Shape& input, const std::vector<BestInLayout>& directions) {
-  LayoutNode node;
-  node.input = input;
-  for (int l = 0; l < kLayoutCount; ++l) {
-    double total = 0, noise = 0;
-    for (const BestInLayout& best_in : directions) {
-      const CandidateResult* best = best_in(static_cast<Layout>(l));
-      total += best != nullptr ? best->median_ms : kCannotRun;
-      noise += best != nullptr ? best->spread_ms : 0;
-    }
-    node.cost_ms[l] = total;
-    node.noise_ms[l] = noise;
-  }
-  return node;
 }
 
 ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
@@ -319,40 +297,12 @@ std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd
   return plan;
 }
 
-LayoutNode TunedPlanner::layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const {
-  std::vector<BestInLayout> directions;
-  for (Direction dir : kDirections)
-    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
-      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
-        return best_in_layout(entry, conv_subject(problem), layout);
-      });
-  return summed_node(fwd_problem.src_shape(), directions);
-}
-
 ConvLayerPlan TunedPlanner::untimed_plan(const ConvProblem& fwd_problem) {
   std::lock_guard lock(mutex_);
   const DeviceThresholds thresholds = cache_.thresholds(device_id_);
   if (thresholds.ct || thresholds.nt || thresholds.mec_t)
     return threshold_plan(fwd_problem, thresholds, options_.max_workspace_bytes);
   return FirstApplicablePlanner(Layout::NCHW).plan(fwd_problem);
-}
-
-double TunedPlanner::transform_cost(const Shape& shape, Layout from, Layout to) {
-  std::lock_guard lock(mutex_);
-  if (from == to) return 0;
-  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * sizeof(float);
-  std::optional<double> ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
-  if (!ms && policy_ != TunePolicy::off) {
-    CalibrationOptions calibration;
-    calibration.timing = options_;
-    calibration.device = section_device(device_id_);
-    store_transform_bandwidths(calibrate_transforms(calibration));
-    ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
-  }
-  // Uncalibrated under `off`: a cost so high that layers share a layout wherever they can, yet
-  // finite, so a layer fixed in another layout still gets its transform.
-  if (!ms) return kUnmeasuredTransformMs;
-  return 2 * *ms;  // the activation forward, its gradient backward
 }
 
 ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
@@ -380,16 +330,6 @@ std::optional<PoolEntries> TunedPlanner::pool_entries(const PoolProblem& fwd_pro
   }
   if (!complete) return std::nullopt;
   return entries;
-}
-
-LayoutNode TunedPlanner::pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const {
-  std::vector<BestInLayout> directions;
-  for (Direction dir : kPoolDirections)
-    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
-      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
-        return best_in_layout(entry, pool_subject(problem), layout);
-      });
-  return summed_node(fwd_problem.src_shape(), directions);
 }
 
 std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem& fwd_problem,
