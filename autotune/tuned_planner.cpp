@@ -1,30 +1,24 @@
-#include "autotune/tuned_planner.h"
-
-#include <cstdio>
-#include <algorithm>
+// The core of the TunedPlanner: the --tune policy (off, cached, verify, full; tuned_planner.h
+// says what each does) and the resolution of each direction key by it, from this device's cache
+// entry, a profile, a re-timing of another device's entry, or nothing (`off`: the defaults).
+// Each key is resolved at most once per planner; what was measured goes to storage
+// (tuned_planner_storage.cpp).
 #include <iostream>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
-#include "autotune/calibration.h"
+#include "autotune/tuned_planner.h"
 #include "autotune/tuned_planner_internal.h"
 #include "core/error.h"
-#include "ops/conv/registry.h"
-#include "ops/pool/registry.h"
-#include "ops/softmax/registry.h"
-#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
 using tuned_planner_internal::directions;
-using tuned_planner_internal::kDirections;
-using tuned_planner_internal::kPoolDirections;
 using tuned_planner_internal::pool_directions;
 using tuned_planner_internal::section_device;
 using tuned_planner_internal::steady_seconds;
-
-namespace {
-
-}  // namespace
 
 TunePolicy parse_tune_policy(std::string_view text) {
   if (text == "off") return TunePolicy::off;
@@ -51,108 +45,7 @@ void TunedPlanner::warn(const std::string& message) const {
     std::cerr << "warning: " << message << "\n";
 }
 
-// ---- which cached candidates still run here ---------------------------------------------------
-
-const ConvSolver* TunedPlanner::solver_named(const std::string& name, Device device) const {
-  for (const ConvSolver* s : options_.solvers)
-    if (s->name() == name) return s;
-  return find_conv_solver(name, device);
-}
-
-TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.forcible = true;
-  subject.runnable = [this, problem](const CandidateResult& c) {
-    const ConvSolver* solver = solver_named(c.solver, problem.device);
-    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-           solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
-  };
-  subject.applies = [this, problem](const std::string& name) {
-    const ConvSolver* solver = solver_named(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_conv(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.runnable = [this, problem](const CandidateResult& c) {
-    const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
-    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout);
-  };
-  subject.applies = [problem](const std::string& name) {
-    const PoolSolver* solver = find_pool_solver(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_pool(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_pool_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.runnable = [problem](const CandidateResult& c) {
-    const SoftmaxSolver* solver = find_softmax_solver(c.solver, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.applies = [problem](const std::string& name) {
-    const SoftmaxSolver* solver = find_softmax_solver(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_softmax(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_softmax_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-bool TunedPlanner::forced(const std::string& solver) const {
-  return std::find(options_.only_solvers.begin(), options_.only_solvers.end(), solver) !=
-         options_.only_solvers.end();
-}
-
-// Runnable, and, under --force-solver, one of the forced solvers whenever any of them runs this
-// problem (as in the tuner: the others only stand in when no forced solver can).
-bool TunedPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
-                            const Subject& subject) const {
-  if (!subject.runnable(c)) return false;
-  if (!subject.forcible || options_.only_solvers.empty() || forced(c.solver)) return true;
-  return std::none_of(entry.candidates.begin(), entry.candidates.end(), [&](const CandidateResult& o) {
-    return o.correct && o.runs > 0 && forced(o.solver) && subject.runnable(o);
-  });
-}
-
-bool TunedPlanner::usable(const TuningEntry& entry, const Subject& subject) const {
-  const bool any = choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-                     return eligible(entry, c, subject);
-                   }) != nullptr;
-  // An entry made without forcing may lack a forced solver that applies: tune it again.
-  if (!any || !subject.forcible || options_.only_solvers.empty()) return any;
-  for (const std::string& name : options_.only_solvers) {
-    const bool measured = std::any_of(entry.candidates.begin(), entry.candidates.end(),
-                                      [&](const CandidateResult& c) { return c.solver == name; });
-    if (subject.applies(name) && !measured) return false;
-  }
-  return true;
-}
-
-const CandidateResult* TunedPlanner::best_in_layout(const TuningEntry& entry, const Subject& subject,
-                                                    Layout layout) const {
-  return choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-    return c.layout == layout && eligible(entry, c, subject);
-  });
-}
+// ---- resolving one direction ------------------------------------------------------------------
 
 // Another device's entry for this key: the one whose fingerprint shares the most fields with
 // ours (the same CPU model and ISA first), then the most timed runs. Only devices of our kind: the
@@ -175,8 +68,6 @@ const TuningEntry* TunedPlanner::foreign_entry(const std::string& key) const {
   }
   return best;
 }
-
-// ---- resolving one direction ------------------------------------------------------------------
 
 const TuningEntry& TunedPlanner::remember(TuningEntry entry) {
   const std::string key = entry.key;
