@@ -17,7 +17,8 @@ using tuned_planner_internal::kPoolDirections;
 using tuned_planner_internal::section_device;
 namespace {
 
-// The transform cost under `off` on a device whose bandwidths were never measured: see transform_cost.
+// The transform cost under `off` on a device whose bandwidths were never measured (see
+// transform_cost).
 constexpr double kUnmeasuredTransformMs = 1e6;
 
 // One direction of a layer: its best usable candidate in a layout, or nullptr.

@@ -11,7 +11,8 @@
 
 namespace tunecnn::tuned_planner_internal {
 
-inline constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
+inline constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data,
+                                            Direction::bwd_weights};
 
 inline constexpr Direction kPoolDirections[] = {Direction::fwd, Direction::bwd_data};
 
