@@ -103,6 +103,13 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
     missing_[key] = true;
     return nullptr;
   }
+  return measure(subject);
+}
+
+// Profiles the key, or under `verify` re-times the shortlist of another device's entry for it
+// when there is one; stores and remembers what it measured.
+const TuningEntry* TunedPlanner::measure(const Subject& subject) {
+  const std::string& key = subject.key;
   if (on_profile) on_profile(key);
   const double start = steady_seconds();
   TuningEntry entry;

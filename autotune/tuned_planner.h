@@ -184,6 +184,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // ---- resolving one key (tuned_planner.cpp) ----------------------------------------------------
 
   const TuningEntry* resolve(const Subject& subject);  // mutex held
+  const TuningEntry* measure(const Subject& subject);  // resolve()'s profiling; mutex held
   const TuningEntry* foreign_entry(const std::string& key) const;
   bool would_profile(const Subject& subject) const;
   const TuningEntry& remember(TuningEntry entry);
