@@ -1,91 +1,24 @@
-#include "autotune/tuned_planner.h"
-
-#include <chrono>
-#include <cstdio>
-#include <algorithm>
+// The core of the TunedPlanner: the --tune policy (off, cached, verify, full; tuned_planner.h
+// says what each does) and the resolution of each direction key by it, from this device's cache
+// entry, a profile, a re-timing of another device's entry, or nothing (`off`: the defaults).
+// Each key is resolved at most once per planner; what was measured goes to storage
+// (tuned_planner_storage.cpp).
 #include <iostream>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
-#include "autotune/calibration.h"
+#include "autotune/tuned_planner.h"
+#include "autotune/tuned_planner_internal.h"
 #include "core/error.h"
-#include "ops/conv/registry.h"
-#include "ops/pool/registry.h"
-#include "ops/softmax/registry.h"
-#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
-namespace {
-
-constexpr double kUnmeasuredTransformMs = 1e6;
-constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direction::bwd_weights};
-
-constexpr Direction kPoolDirections[] = {Direction::fwd, Direction::bwd_data};
-
-std::vector<Direction> directions(LayerUse use) {
-  if (use == LayerUse::inference) return {Direction::fwd};
-  if (use == LayerUse::training_from_data) return {Direction::fwd, Direction::bwd_weights};
-  return {std::begin(kDirections), std::end(kDirections)};
-}
-
-std::vector<Direction> pool_directions(LayerUse use) {
-  if (use != LayerUse::training) return {Direction::fwd};
-  return {std::begin(kPoolDirections), std::end(kPoolDirections)};
-}
-
-PoolPlan& pool_slot(PoolLayerPlan& plan, Direction dir) {
-  return dir == Direction::fwd ? plan.fwd : plan.bwd_data;
-}
-
-std::optional<ConvPlan> first_applicable_in(const ConvProblem& problem, Layout layout) {
-  for (const ConvSolver* solver : conv_solvers(problem.device))
-    if (contains_layout(solver->layouts(problem), layout) && solver->applicable(problem, nullptr))
-      return ConvPlan{solver, solver->configs(problem).front(), layout};
-  return std::nullopt;
-}
-
-// Profiled entries are written to the file at most this often during a pass, and at its end
-// (flush()): each write re-reads and rewrites the whole cache, which cost as much as profiling a
-// small layer when it was done after every key.
-constexpr double kSaveIntervalSeconds = 1.0;
-
-// The device this planner's cache section measures, so its transform bandwidths are timed there:
-// device_identity names GPU sections "cuda-..." (device_id(fields, "cuda")); any other id (CPU
-// sections, the tests' made-up ids) is the CPU's.
-Device section_device(const std::string& device_id) {
-  return device_id.rfind("cuda-", 0) == 0 ? Device::cuda : Device::cpu;
-}
-
-// One direction of a layer: its best usable candidate in a layout, or nullptr.
-using BestInLayout = std::function<const CandidateResult*(Layout)>;
-
-// Per layout, the sums over the directions of the best candidate's median and spread.
-LayoutNode summed_node(const Shape& input, const std::vector<BestInLayout>& directions) {
-  LayoutNode node;
-  node.input = input;
-  for (int l = 0; l < kLayoutCount; ++l) {
-    double total = 0, noise = 0;
-    for (const BestInLayout& best_in : directions) {
-      const CandidateResult* best = best_in(static_cast<Layout>(l));
-      total += best != nullptr ? best->median_ms : kCannotRun;
-      noise += best != nullptr ? best->spread_ms : 0;
-    }
-    node.cost_ms[l] = total;
-    node.noise_ms[l] = noise;
-  }
-  return node;
-}
-
-double steady_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
-  return dir == Direction::fwd ? plan.fwd : dir == Direction::bwd_data ? plan.bwd_data : plan.bwd_weights;
-}
-
-}  // namespace
+using tuned_planner_internal::directions;
+using tuned_planner_internal::pool_directions;
+using tuned_planner_internal::section_device;
+using tuned_planner_internal::steady_seconds;
 
 TunePolicy parse_tune_policy(std::string_view text) {
   if (text == "off") return TunePolicy::off;
@@ -105,32 +38,6 @@ std::string_view to_string(TunePolicy policy) {
   return "?";
 }
 
-TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
-                                   TunerOptions options, std::string device_id,
-                                   std::map<std::string, std::string> device_fields)
-    : policy_(policy),
-      cache_path_(std::move(cache_path)),
-      options_(std::move(options)),
-      device_id_(std::move(device_id)),
-      device_fields_(std::move(device_fields)) {
-  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
-  last_save_s_ = steady_seconds();
-  LoadedTuningCache loaded = load_tuning_cache(cache_path_);
-  for (const std::string& w : loaded.warnings) warn(w);
-  cache_ = std::move(loaded.cache);
-}
-
-TunedPlanner::TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options,
-                           std::string device_id, std::map<std::string, std::string> device_fields)
-    : policy_(policy),
-      options_(std::move(options)),
-      device_id_(std::move(device_id)),
-      device_fields_(std::move(device_fields)),
-      cache_(std::move(cache)),
-      save_failed_(true) {  // no file to write: entries stay in cache_
-  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
-}
-
 void TunedPlanner::warn(const std::string& message) const {
   if (options_.warn)
     options_.warn(message);
@@ -138,101 +45,7 @@ void TunedPlanner::warn(const std::string& message) const {
     std::cerr << "warning: " << message << "\n";
 }
 
-// ---- which cached candidates still run here ---------------------------------------------------
-
-const ConvSolver* TunedPlanner::solver_named(const std::string& name, Device device) const {
-  for (const ConvSolver* s : options_.solvers)
-    if (s->name() == name) return s;
-  return find_conv_solver(name, device);
-}
-
-TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.forcible = true;
-  subject.runnable = [this, problem](const CandidateResult& c) {
-    const ConvSolver* solver = solver_named(c.solver, problem.device);
-    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-           solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
-  };
-  subject.applies = [this, problem](const std::string& name) {
-    const ConvSolver* solver = solver_named(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_conv(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.runnable = [this, problem](const CandidateResult& c) {
-    const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
-    return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout);
-  };
-  subject.applies = [problem](const std::string& name) {
-    const PoolSolver* solver = find_pool_solver(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_pool(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_pool_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& problem) const {
-  Subject subject;
-  subject.key = problem.key();
-  subject.runnable = [problem](const CandidateResult& c) {
-    const SoftmaxSolver* solver = find_softmax_solver(c.solver, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.applies = [problem](const std::string& name) {
-    const SoftmaxSolver* solver = find_softmax_solver(name, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
-  };
-  subject.tune = [this, problem] { return tune_softmax(problem, options_); };
-  subject.retime = [this, problem](const std::vector<CandidateResult>& shortlist) {
-    return retime_softmax_candidates(problem, shortlist, options_);
-  };
-  return subject;
-}
-
-bool TunedPlanner::forced(const std::string& solver) const {
-  return std::find(options_.only_solvers.begin(), options_.only_solvers.end(), solver) !=
-         options_.only_solvers.end();
-}
-
-// Runnable, and, under --force-solver, one of the forced solvers whenever any of them runs this
-// problem (as in the tuner: the others only stand in when no forced solver can).
-bool TunedPlanner::eligible(const TuningEntry& entry, const CandidateResult& c,
-                            const Subject& subject) const {
-  if (!subject.runnable(c)) return false;
-  if (!subject.forcible || options_.only_solvers.empty() || forced(c.solver)) return true;
-  return std::none_of(entry.candidates.begin(), entry.candidates.end(), [&](const CandidateResult& o) {
-    return o.correct && o.runs > 0 && forced(o.solver) && subject.runnable(o);
-  });
-}
-
-bool TunedPlanner::usable(const TuningEntry& entry, const Subject& subject) const {
-  const bool any = choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-                     return eligible(entry, c, subject);
-                   }) != nullptr;
-  // An entry made without forcing may lack a forced solver that applies: tune it again.
-  if (!any || !subject.forcible || options_.only_solvers.empty()) return any;
-  for (const std::string& name : options_.only_solvers) {
-    const bool measured = std::any_of(entry.candidates.begin(), entry.candidates.end(),
-                                      [&](const CandidateResult& c) { return c.solver == name; });
-    if (subject.applies(name) && !measured) return false;
-  }
-  return true;
-}
+// ---- resolving one direction ------------------------------------------------------------------
 
 // Another device's entry for this key: the one whose fingerprint shares the most fields with
 // ours (the same CPU model and ISA first), then the most timed runs. Only devices of our kind: the
@@ -255,8 +68,6 @@ const TuningEntry* TunedPlanner::foreign_entry(const std::string& key) const {
   }
   return best;
 }
-
-// ---- resolving one direction ------------------------------------------------------------------
 
 const TuningEntry& TunedPlanner::remember(TuningEntry entry) {
   const std::string key = entry.key;
@@ -292,6 +103,13 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
     missing_[key] = true;
     return nullptr;
   }
+  return measure(subject);
+}
+
+// Profiles the key, or under `verify` re-times the shortlist of another device's entry for it
+// when there is one; stores and remembers what it measured.
+const TuningEntry* TunedPlanner::measure(const Subject& subject) {
+  const std::string& key = subject.key;
   if (on_profile) on_profile(key);
   const double start = steady_seconds();
   TuningEntry entry;
@@ -310,41 +128,6 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
   return &remember(std::move(entry));
 }
 
-void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
-  cache_.put(device_id_, device_fields_, entry);
-  // A --force-solver run measures only the forced solvers: its entries would make later
-  // unforced runs believe nothing else was tried, so they stay in memory.
-  if (save_failed_ || (forcible && !options_.only_solvers.empty())) return;
-  unsaved_.push_back(entry);
-  if (steady_seconds() - last_save_s_ >= kSaveIntervalSeconds) flush();
-}
-
-void TunedPlanner::flush() {
-  std::lock_guard lock(mutex_);
-  if (unsaved_.empty() || save_failed_) return;
-  try {
-    LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
-      for (const TuningEntry& entry : unsaved_) fresh.put(device_id_, device_fields_, entry);
-    });
-    for (const std::string& w : written.warnings) warn(w);
-    cache_ = std::move(written.cache);
-  } catch (const std::exception& e) {
-    // A cache we cannot write must not stop training: the decisions stay in cache_.
-    save_failed_ = true;
-    warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
-         "; tuned plans are kept for this run only");
-  }
-  unsaved_.clear();
-  last_save_s_ = steady_seconds();
-}
-
-TunedPlanner::~TunedPlanner() {
-  try {
-    flush();
-  } catch (...) {  // a destructor must not throw; flush() reports its own failures
-  }
-}
-
 int TunedPlanner::pending(const std::vector<std::pair<ConvProblem, LayerUse>>& conv_layers,
                           const std::vector<std::pair<PoolProblem, LayerUse>>& pool_layers,
                           const std::vector<SoftmaxProblem>& softmax_problems) const {
@@ -361,10 +144,10 @@ int TunedPlanner::pending(const std::vector<std::pair<ConvProblem, LayerUse>>& c
   return static_cast<int>(keys.size());
 }
 
-// ---- from entries to plans ----------------------------------------------------------------------
+// ---- resolving a layer's directions ----------------------------------------------------------
 
 std::optional<LayerEntries> TunedPlanner::layer_entries(const ConvProblem& fwd_problem,
-                                                            LayerUse use) {
+                                                        LayerUse use) {
   std::lock_guard lock(mutex_);
   LayerEntries entries;
   bool complete = true;
@@ -377,102 +160,6 @@ std::optional<LayerEntries> TunedPlanner::layer_entries(const ConvProblem& fwd_p
   return entries;
 }
 
-const CandidateResult* TunedPlanner::best_in_layout(const TuningEntry& entry, const Subject& subject,
-                                                    Layout layout) const {
-  return choose_candidate(entry.candidates, [&](const CandidateResult& c) {
-    return c.layout == layout && eligible(entry, c, subject);
-  });
-}
-
-std::optional<ConvLayerPlan> TunedPlanner::plan_in_layout(const ConvProblem& fwd_problem,
-                                                              const LayerEntries& entries,
-                                                              Layout layout) const {
-  ConvLayerPlan plan;
-  for (Direction dir : kDirections) {
-    const TuningEntry& entry = entries[static_cast<int>(dir)];
-    const ConvProblem problem = fwd_problem.with_dir(dir);
-    if (entry.key.empty()) {  // never run: any solver of this layout will do
-      std::optional<ConvPlan> any = first_applicable_in(problem, layout);
-      if (!any) return std::nullopt;
-      slot(plan, dir) = *any;
-      continue;
-    }
-    const CandidateResult* best = best_in_layout(entry, conv_subject(problem), layout);
-    if (best == nullptr) return std::nullopt;
-    slot(plan, dir) = {solver_named(best->solver, problem.device), best->config, layout};
-  }
-  return plan;
-}
-
-LayoutNode TunedPlanner::layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const {
-  std::vector<BestInLayout> directions;
-  for (Direction dir : kDirections)
-    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
-      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
-        return best_in_layout(entry, conv_subject(problem), layout);
-      });
-  return summed_node(fwd_problem.src_shape(), directions);
-}
-
-ConvLayerPlan TunedPlanner::untimed_plan(const ConvProblem& fwd_problem) {
-  std::lock_guard lock(mutex_);
-  const DeviceThresholds thresholds = cache_.thresholds(device_id_);
-  if (thresholds.ct || thresholds.nt || thresholds.mec_t)
-    return threshold_plan(fwd_problem, thresholds, options_.max_workspace_bytes);
-  return FirstApplicablePlanner(Layout::NCHW).plan(fwd_problem);
-}
-
-double TunedPlanner::transform_cost(const Shape& shape, Layout from, Layout to) {
-  std::lock_guard lock(mutex_);
-  if (from == to) return 0;
-  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * sizeof(float);
-  std::optional<double> ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
-  if (!ms && policy_ != TunePolicy::off) {
-    CalibrationOptions calibration;
-    calibration.timing = options_;
-    calibration.device = section_device(device_id_);
-    store_transform_bandwidths(calibrate_transforms(calibration));
-    ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
-  }
-  // Uncalibrated under `off`: a cost so high that layers share a layout wherever they can, yet
-  // finite, so a layer fixed in another layout still gets its transform.
-  if (!ms) return kUnmeasuredTransformMs;
-  return 2 * *ms;  // the activation forward, its gradient backward
-}
-
-void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double>& gbps) {
-  const auto add = [&](TuningCache& cache) {
-    DeviceThresholds t = cache.thresholds(device_id_);
-    t.transform_gbps = gbps;
-    cache.set_thresholds(device_id_, device_fields_, t);
-  };
-  if (!save_failed_) {
-    try {
-      LoadedTuningCache written = update_tuning_cache_file(cache_path_, add);
-      cache_ = std::move(written.cache);
-      return;
-    } catch (const std::exception& e) {
-      save_failed_ = true;
-      warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e));
-    }
-  }
-  add(cache_);
-}
-
-ConvLayerPlan TunedPlanner::plan(const ConvProblem& fwd_problem) {
-  const std::optional<LayerEntries> entries = layer_entries(fwd_problem);
-  flush();  // a layer planned alone is a pass of its own
-  if (!entries) return untimed_plan(fwd_problem);
-  // A layer alone: NCHW in, its layout, NCHW out (the consumer's cost is the same either way).
-  LayoutNode consumer{fwd_problem.dst_shape(), {0, kCannotRun, kCannotRun}};
-  const LayoutAssignment chosen =
-      choose_layouts({layout_node(fwd_problem, *entries), consumer},
-                     [this](const Shape& s, Layout a, Layout b) { return transform_cost(s, a, b); });
-  return *plan_in_layout(fwd_problem, *entries, chosen.layouts[0]);
-}
-
-// ---- pooling ---------------------------------------------------------------------------------
-
 std::optional<PoolEntries> TunedPlanner::pool_entries(const PoolProblem& fwd_problem, LayerUse use) {
   std::lock_guard lock(mutex_);
   PoolEntries entries;
@@ -484,83 +171,6 @@ std::optional<PoolEntries> TunedPlanner::pool_entries(const PoolProblem& fwd_pro
   }
   if (!complete) return std::nullopt;
   return entries;
-}
-
-LayoutNode TunedPlanner::pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const {
-  std::vector<BestInLayout> directions;
-  for (Direction dir : kPoolDirections)
-    if (const TuningEntry& entry = entries[static_cast<int>(dir)]; !entry.key.empty())
-      directions.push_back([this, &entry, problem = fwd_problem.with_dir(dir)](Layout layout) {
-        return best_in_layout(entry, pool_subject(problem), layout);
-      });
-  return summed_node(fwd_problem.src_shape(), directions);
-}
-
-std::optional<PoolLayerPlan> TunedPlanner::pool_plan_in_layout(const PoolProblem& fwd_problem,
-                                                               const PoolEntries& entries,
-                                                               Layout layout) const {
-  if (!contains_layout(pool_layouts(fwd_problem), layout)) return std::nullopt;
-  // Directions never run (inference) get the default in this layout.
-  PoolLayerPlan plan = FirstApplicablePoolPlanner().plan(fwd_problem, layout);
-  for (Direction dir : kPoolDirections) {
-    const TuningEntry& entry = entries[static_cast<int>(dir)];
-    if (entry.key.empty()) continue;
-    const CandidateResult* best = best_in_layout(entry, pool_subject(fwd_problem.with_dir(dir)), layout);
-    if (best == nullptr) return std::nullopt;
-    pool_slot(plan, dir) = {find_pool_solver(best->solver, fwd_problem.device), best->config};
-  }
-  return plan;
-}
-
-PoolLayerPlan TunedPlanner::plan(const PoolProblem& fwd_problem, Layout layout) {
-  const std::optional<PoolEntries> entries = pool_entries(fwd_problem);
-  flush();  // a layer planned alone is a pass of its own
-  if (entries)
-    if (std::optional<PoolLayerPlan> planned = pool_plan_in_layout(fwd_problem, *entries, layout))
-      return *planned;
-  return FirstApplicablePoolPlanner().plan(fwd_problem, layout);
-}
-
-// Asked on every training step, so each problem's answer is kept.
-const SoftmaxSolver& TunedPlanner::plan(const SoftmaxProblem& problem) {
-  std::lock_guard lock(mutex_);
-  const std::string key = problem.key() + " " + std::string(to_string(problem.device));
-  if (auto it = softmax_plans_.find(key); it != softmax_plans_.end()) return *it->second;
-  const Subject subject = softmax_subject(problem);
-  const SoftmaxSolver* chosen = &FirstApplicableSoftmaxPlanner().plan(problem);
-  if (const TuningEntry* entry = resolve(subject))
-    if (const CandidateResult* best = best_in_layout(*entry, subject, Layout::NCHW))
-      chosen = find_softmax_solver(best->solver, problem.device);
-  flush();
-  return *(softmax_plans_[key] = chosen);
-}
-
-TunedPlannerStats TunedPlanner::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-std::string TunedPlanner::summary() const {
-  const TunedPlannerStats s = stats();
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.2f", s.profile_seconds);
-  std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
-                    " problems, " + std::to_string(s.from_cache) + " from cache, " +
-                    std::to_string(s.profiled) + " profiled";
-  if (s.verified > 0)
-    out += ", " + std::to_string(s.verified) + " verified (" + std::to_string(s.retimed_candidates) +
-           " candidates re-timed)";
-  out += " in " + std::string(seconds) + " s";
-  if (s.defaults > 0) {
-    const bool calibrated = [&] {
-      std::lock_guard lock(mutex_);
-      const DeviceThresholds t = cache_.thresholds(device_id_);
-      return t.ct || t.nt || t.mec_t;
-    }();
-    out += ", " + std::to_string(s.defaults) +
-           (calibrated ? " decided by the device thresholds" : " untuned defaults (no calibration)");
-  }
-  return out + (cache_path_.empty() ? " (in memory)" : " (cache " + cache_path_.string() + ")");
 }
 
 }  // namespace tunecnn

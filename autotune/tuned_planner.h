@@ -20,6 +20,11 @@
 // planner's DP (network_planner.h), or, for a layer planned alone (plan()), from the layer's own
 // costs plus the transforms from and back to NCHW (a pooling layer alone: the layout its input
 // arrives in). Each key is resolved at most once per planner.
+//
+// The class is defined by concern: tuned_planner.cpp (the policy and the resolution of a key),
+// tuned_planner_candidates.cpp (each op family as the policy sees it; which candidates are
+// eligible), tuned_planner_storage.cpp (the cache file), tuned_planner_costs.cpp (what the layout
+// DP reads), tuned_planner_plans.cpp (from entries to plans) and tuned_planner_report.cpp.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -73,10 +78,12 @@ enum class LayerUse { training, training_from_data, inference };
 
 class TunedPlanner final : public ConvPlanner, public PoolPlanner, public SoftmaxPlanner {
  public:
+  // ---- the cache file (tuned_planner_storage.cpp) ----------------------------------------------
+
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
   // aside and reported through options.warn).
   TunedPlanner(TunePolicy policy, std::filesystem::path cache_path, TunerOptions options,
-                   std::string device_id, std::map<std::string, std::string> device_fields);
+               std::string device_id, std::map<std::string, std::string> device_fields);
   // A planner over `cache` alone, with no file behind it: what it measures stays in this process.
   // The ranks of a data-parallel job plan this way from the entries rank 0 tuned, so every rank
   // runs rank 0's plan.
@@ -91,39 +98,25 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // layer alone) and NetworkPlanner::plan call it, and so does the destructor.
   void flush();
 
+  // ---- the planners the layers ask, one layer alone (tuned_planner_plans.cpp) -------------------
+
   // A layer planned on its own: its input arrives, and its output leaves, in NCHW.
   ConvLayerPlan plan(const ConvProblem& fwd_problem) override;
+  // A pooling layer planned alone runs in the layout its input arrives in.
+  PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
+  // Softmax cross-entropy: the entry's choice (profiled per the policy); under `off` without an
+  // entry, the first applicable solver.
+  const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
+
+  // ---- resolving a layer's keys by the policy (tuned_planner.cpp) -------------------------------
 
   // The entries behind a layer, resolved per the policy; nullopt under `off` when this device has
   // no usable entry for one of the directions that `use` needs.
   std::optional<LayerEntries> layer_entries(const ConvProblem& fwd_problem,
                                             LayerUse use = LayerUse::training);
-  // The layer as the layout DP sees it: milliseconds per step in each layout (kCannotRun where
-  // some direction has no usable measured candidate in it) over the directions the entries hold,
-  // and the spreads of those timings as its noise.
-  LayoutNode layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const;
-  // Each direction's best usable candidate in `layout`; nullopt when some direction has none.
-  // Directions without an entry (inference) get the first applicable solver in that layout.
-  std::optional<ConvLayerPlan> plan_in_layout(const ConvProblem& fwd_problem,
-                                              const LayerEntries& entries, Layout layout) const;
-  // The `off` plan: thresholds, or the untuned default on an uncalibrated device.
-  ConvLayerPlan untimed_plan(const ConvProblem& fwd_problem);
-  // Forward plus backward transform of an activation of this shape, in milliseconds, from this
-  // device's measured bandwidths (measured now and stored when missing, except under `off`).
-  double transform_cost(const Shape& shape, Layout from, Layout to);
-
-  // Pooling, the same way over its two directions. A pooling layer planned alone runs in the
-  // layout its input arrives in.
-  PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout layout) override;
+  // Pooling, the same way over its two directions.
   std::optional<PoolEntries> pool_entries(const PoolProblem& fwd_problem,
                                           LayerUse use = LayerUse::training);
-  LayoutNode pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const;
-  std::optional<PoolLayerPlan> pool_plan_in_layout(const PoolProblem& fwd_problem,
-                                                   const PoolEntries& entries, Layout layout) const;
-
-  // Softmax cross-entropy: the entry's choice (profiled per the policy); under `off` without an
-  // entry, the first applicable solver.
-  const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
 
   // How many of these problems' direction keys the policy would profile or re-time now.
   int pending(const std::vector<std::pair<ConvProblem, LayerUse>>& conv_layers,
@@ -131,6 +124,30 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
               const std::vector<SoftmaxProblem>& softmax_problems) const;
   // Called before each key is profiled or re-timed, with the key.
   std::function<void(const std::string&)> on_profile;
+
+  // ---- what the layout DP reads (tuned_planner_costs.cpp) ---------------------------------------
+
+  // The layer as the layout DP sees it: milliseconds per step in each layout (kCannotRun where
+  // some direction has no usable measured candidate in it) over the directions the entries hold,
+  // and the spreads of those timings as its noise.
+  LayoutNode layout_node(const ConvProblem& fwd_problem, const LayerEntries& entries) const;
+  LayoutNode pool_layout_node(const PoolProblem& fwd_problem, const PoolEntries& entries) const;
+  // Forward plus backward transform of an activation of this shape, in milliseconds, from this
+  // device's measured bandwidths (measured now and stored when missing, except under `off`).
+  double transform_cost(const Shape& shape, Layout from, Layout to);
+
+  // ---- the plans for the layout the DP chose (tuned_planner_plans.cpp) --------------------------
+
+  // Each direction's best usable candidate in `layout`; nullopt when some direction has none.
+  // Directions without an entry (inference) get the first applicable solver in that layout.
+  std::optional<ConvLayerPlan> plan_in_layout(const ConvProblem& fwd_problem,
+                                              const LayerEntries& entries, Layout layout) const;
+  std::optional<PoolLayerPlan> pool_plan_in_layout(const PoolProblem& fwd_problem,
+                                                   const PoolEntries& entries, Layout layout) const;
+  // The `off` plan: thresholds, or the untuned default on an uncalibrated device.
+  ConvLayerPlan untimed_plan(const ConvProblem& fwd_problem);
+
+  // ---- what it did (tuned_planner_report.cpp), and what it plans with ---------------------------
 
   TunePolicy policy() const { return policy_; }
   TunedPlannerStats stats() const;
@@ -142,6 +159,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   const TunerOptions& options() const { return options_; }
 
  private:
+  // ---- each op family as the policy sees it (tuned_planner_candidates.cpp) ---------------------
+
   // One direction problem of any kind, as the policy sees it.
   struct Subject {
     std::string key;
@@ -155,19 +174,26 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   Subject pool_subject(const PoolProblem& problem) const;
   Subject softmax_subject(const SoftmaxProblem& problem) const;
 
-  const TuningEntry* resolve(const Subject& subject);  // mutex held
   const ConvSolver* solver_named(const std::string& name, Device device) const;
   bool forced(const std::string& solver) const;
   bool eligible(const TuningEntry& entry, const CandidateResult& c, const Subject& subject) const;
   bool usable(const TuningEntry& entry, const Subject& subject) const;
   const CandidateResult* best_in_layout(const TuningEntry& entry, const Subject& subject,
                                         Layout layout) const;
+
+  // ---- resolving one key (tuned_planner.cpp) ----------------------------------------------------
+
+  const TuningEntry* resolve(const Subject& subject);  // mutex held
+  const TuningEntry* measure(const Subject& subject);  // resolve()'s profiling; mutex held
   const TuningEntry* foreign_entry(const std::string& key) const;
   bool would_profile(const Subject& subject) const;
   const TuningEntry& remember(TuningEntry entry);
+  void warn(const std::string& message) const;
+
+  // ---- writing to the cache (tuned_planner_storage.cpp) -----------------------------------------
+
   void store(const TuningEntry& entry, bool forcible);  // forcible: --force-solver applies
   void store_transform_bandwidths(const std::map<std::string, double>& gbps);
-  void warn(const std::string& message) const;
 
   TunePolicy policy_;
   std::filesystem::path cache_path_;

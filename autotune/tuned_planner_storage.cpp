@@ -1,0 +1,105 @@
+// The TunedPlanner's way to the tuning cache on disk: loading the file (or taking a cache in
+// memory), adding the entries it measures, and writing them back in one locked update per pass
+// (update_tuning_cache_file keeps what other processes wrote meanwhile).
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "autotune/tuned_planner.h"
+#include "autotune/tuned_planner_internal.h"
+#include "core/error.h"
+
+namespace tunecnn {
+using tuned_planner_internal::steady_seconds;
+namespace {
+
+// Profiled entries are written to the file at most this often during a pass, and at its end
+// (flush()): each write re-reads and rewrites the whole cache, which cost as much as profiling a
+// small layer when it was done after every key.
+constexpr double kSaveIntervalSeconds = 1.0;
+
+}  // namespace
+
+TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
+                           TunerOptions options, std::string device_id,
+                           std::map<std::string, std::string> device_fields)
+    : policy_(policy),
+      cache_path_(std::move(cache_path)),
+      options_(std::move(options)),
+      device_id_(std::move(device_id)),
+      device_fields_(std::move(device_fields)) {
+  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
+  last_save_s_ = steady_seconds();
+  LoadedTuningCache loaded = load_tuning_cache(cache_path_);
+  for (const std::string& w : loaded.warnings) warn(w);
+  cache_ = std::move(loaded.cache);
+}
+
+TunedPlanner::TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options,
+                           std::string device_id, std::map<std::string, std::string> device_fields)
+    : policy_(policy),
+      options_(std::move(options)),
+      device_id_(std::move(device_id)),
+      device_fields_(std::move(device_fields)),
+      cache_(std::move(cache)),
+      save_failed_(true) {  // no file to write: entries stay in cache_
+  TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
+}
+
+void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
+  cache_.put(device_id_, device_fields_, entry);
+  // A --force-solver run measures only the forced solvers: its entries would make later
+  // unforced runs believe nothing else was tried, so they stay in memory.
+  if (save_failed_ || (forcible && !options_.only_solvers.empty())) return;
+  unsaved_.push_back(entry);
+  if (steady_seconds() - last_save_s_ >= kSaveIntervalSeconds) flush();
+}
+
+void TunedPlanner::flush() {
+  std::lock_guard lock(mutex_);
+  if (unsaved_.empty() || save_failed_) return;
+  try {
+    LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
+      for (const TuningEntry& entry : unsaved_) fresh.put(device_id_, device_fields_, entry);
+    });
+    for (const std::string& w : written.warnings) warn(w);
+    cache_ = std::move(written.cache);
+  } catch (const std::exception& e) {
+    // A cache we cannot write must not stop training: the decisions stay in cache_.
+    save_failed_ = true;
+    warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
+         "; tuned plans are kept for this run only");
+  }
+  unsaved_.clear();
+  last_save_s_ = steady_seconds();
+}
+
+TunedPlanner::~TunedPlanner() {
+  try {
+    flush();
+  } catch (...) {  // a destructor must not throw; flush() reports its own failures
+  }
+}
+
+void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double>& gbps) {
+  const auto add = [&](TuningCache& cache) {
+    DeviceThresholds t = cache.thresholds(device_id_);
+    t.transform_gbps = gbps;
+    cache.set_thresholds(device_id_, device_fields_, t);
+  };
+  if (!save_failed_) {
+    try {
+      LoadedTuningCache written = update_tuning_cache_file(cache_path_, add);
+      cache_ = std::move(written.cache);
+      return;
+    } catch (const std::exception& e) {
+      save_failed_ = true;
+      warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e));
+    }
+  }
+  add(cache_);
+}
+
+}  // namespace tunecnn
