@@ -175,42 +175,29 @@ int calibrate_mec_t(const CalibrationOptions& options) {
 
 // ---- Li et al.'s layout thresholds ---------------------------------------------------------
 
-// The CHWN solver Li et al. weigh against NCHW: direct_chwn (cuda-convnet's direct convolution,
-// the batch across the SIMD lanes on the CPU and across a warp on the GPU). nullptr on a device
-// without one, which then runs every layer NCHW.
-const ConvSolver* chwn_solver(Device device) {
-  return find_conv_solver("direct_chwn", device);
-}
-
-// fwd + bwd_data + bwd_weights with direct_chwn in its first (default) config.
+// fwd + bwd_data + bwd_weights with the CHWN solver Li et al. weigh against NCHW
+// (chwn_threshold_solver: direct_chwn, cuda-convnet's direct convolution with the batch across
+// the SIMD lanes on the CPU and across a warp on the GPU) in its first (default) config.
 double chwn_seconds(const ConvProblem& p, const ConvBench& bench, const CalibrationOptions& options) {
-  const ConvSolver& chwn = solver_named("direct_chwn", p.device);
+  const ConvSolver& chwn = *chwn_threshold_solver(p.device);
   double total = 0;
   for (Direction dir : kDirections)
     total += bench.time(chwn, chwn.configs(p.with_dir(dir)).front(), dir, options.timing);
   return total;
 }
 
-// The NCHW solvers an untuned NCHW layer would run, best first: on the CPU the faster of
-// im2col+GEMM and Winograd where it applies; on the GPU cuDNN with its own heuristic's algorithm.
-std::vector<std::string_view> untuned_nchw_solvers(Device device) {
-  if (device == Device::cpu) return {"im2col_gemm", "winograd_f2x3"};
-  return {"cudnn"};
-}
-
-// fwd + bwd_data + bwd_weights, each direction the fastest of untuned_nchw_solvers in its first
-// config.
+// fwd + bwd_data + bwd_weights, each direction the fastest of the layout baselines in its first
+// config (layout_baseline_solvers: on the CPU im2col+GEMM and Winograd where it applies; on the
+// GPU cuDNN with its own heuristic's algorithm).
 double nchw_seconds(const ConvProblem& p, const ConvBench& bench,
                     const CalibrationOptions& options) {
   double total = 0;
   for (Direction dir : kDirections) {
     const ConvProblem pd = p.with_dir(dir);
     double best = std::numeric_limits<double>::infinity();
-    for (std::string_view name : untuned_nchw_solvers(p.device)) {
-      const ConvSolver& solver = solver_named(name, p.device);
-      if (solver.applicable(pd, nullptr))
-        best = std::min(best, bench.time(solver, solver.configs(pd).front(), dir, options.timing));
-    }
+    for (const ConvSolver* solver : layout_baseline_solvers(p.device))
+      if (solver->applicable(pd, nullptr))
+        best = std::min(best, bench.time(*solver, solver->configs(pd).front(), dir, options.timing));
     TUNECNN_CHECK(std::isfinite(best), "calibration: no NCHW solver runs ", pd.key());
     total += best;
   }
@@ -261,51 +248,6 @@ double gbps_of(std::size_t bytes, double seconds) {
   return 2.0 * static_cast<double>(bytes) / std::max(seconds, 1e-9) / 1e9;
 }
 
-// ---- threshold_plan ------------------------------------------------------------------------
-
-// MEC's configs with T replaced by the calibrated one (the paper's default stays when absent).
-std::vector<TuneConfig> mec_configs(const ConvProblem& p, const DeviceThresholds& thresholds) {
-  std::vector<TuneConfig> configs = solver_named("mec", p.device).configs(p);
-  if (!thresholds.mec_t) return configs;
-  for (TuneConfig& config : configs)
-    for (auto& [name, value] : config.values)
-      if (name == "T") value = *thresholds.mec_t;
-  return configs;
-}
-
-// The first of `solvers` (each with its configs in order) that runs `p` within the budget.
-std::optional<ConvPlan> first_fitting(const ConvProblem& p, Layout layout,
-                                      const std::vector<std::string_view>& solvers,
-                                      const DeviceThresholds& thresholds, std::size_t budget) {
-  for (std::string_view name : solvers) {
-    const ConvSolver& solver = solver_named(name, p.device);
-    if (!solver.applicable(p, nullptr)) continue;
-    const std::vector<TuneConfig> configs =
-        name == "mec" ? mec_configs(p, thresholds) : solver.configs(p);
-    for (const TuneConfig& config : configs)
-      if (solver.workspace_bytes(p, config) <= budget) return ConvPlan{&solver, config, layout};
-  }
-  return std::nullopt;
-}
-
-ConvPlan& slot(ConvLayerPlan& plan, Direction dir) {
-  if (dir == Direction::fwd) return plan.fwd;
-  return dir == Direction::bwd_data ? plan.bwd_data : plan.bwd_weights;
-}
-
-// All three directions from `solvers` in one layout, or nullopt when a direction has none.
-std::optional<ConvLayerPlan> layer_from(const ConvProblem& fwd, Layout layout,
-                                        const std::vector<std::string_view>& solvers,
-                                        const DeviceThresholds& thresholds, std::size_t budget) {
-  ConvLayerPlan plan;
-  for (Direction dir : kDirections) {
-    const auto chosen = first_fitting(fwd.with_dir(dir), layout, solvers, thresholds, budget);
-    if (!chosen) return std::nullopt;
-    slot(plan, dir) = *chosen;
-  }
-  return plan;
-}
-
 }  // namespace
 
 DeviceThresholds calibrate_device(const CalibrationOptions& caller_options) {
@@ -314,7 +256,7 @@ DeviceThresholds calibrate_device(const CalibrationOptions& caller_options) {
   t.mec_t = calibrate_mec_t(options);
   // Ct and Nt weigh the CHWN solver against NCHW ones: absent on a device without one (a build
   // whose GPU has no direct_chwn), where threshold_layout gives NCHW.
-  if (chwn_solver(options.device) != nullptr) {
+  if (chwn_threshold_solver(options.device) != nullptr) {
     t.ct = calibrate_ct(options);
     t.nt = calibrate_nt(*t.ct, options);
   }
@@ -365,65 +307,6 @@ std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout fr
   const auto it = thresholds.transform_gbps.find(transform_key(from, to));
   if (it == thresholds.transform_gbps.end() || !(it->second > 0)) return std::nullopt;
   return 2.0 * static_cast<double>(bytes) / (it->second * 1e9) * 1e3;
-}
-
-Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds) {
-  if (chwn_solver(fwd.device) == nullptr) return Layout::NCHW;
-  if (thresholds.ct && fwd.ic < *thresholds.ct) return Layout::CHWN;
-  if (thresholds.nt && fwd.mb >= *thresholds.nt) return Layout::CHWN;
-  return Layout::NCHW;
-}
-
-namespace {
-
-// CHWN: direct_chwn (no workspace). NCHW: Winograd, else im2col+GEMM, else (depthwise layers,
-// which im2col_gemm leaves to the depthwise solvers) depthwise_direct; when the budget leaves a
-// direction without either, the whole layer moves to MEC in NHWC (one layout for all three), and
-// when even MEC does not fit, the NCHW chain with the direct reference (no workspace) as the
-// last resort per direction.
-std::optional<ConvLayerPlan> cpu_threshold_plan(const ConvProblem& fwd,
-                                                const DeviceThresholds& thresholds,
-                                                std::size_t budget) {
-  std::optional<ConvLayerPlan> plan;
-  if (threshold_layout(fwd, thresholds) == Layout::CHWN)
-    plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
-  if (!plan)
-    plan = layer_from(fwd, Layout::NCHW, {"winograd_f2x3", "im2col_gemm", "depthwise_direct"},
-                      thresholds, budget);
-  if (!plan) plan = layer_from(fwd, Layout::NHWC, {"mec"}, thresholds, budget);
-  if (!plan)
-    plan = layer_from(fwd, Layout::NCHW,
-                      {"winograd_f2x3", "im2col_gemm", "depthwise_direct", "direct"}, thresholds,
-                      budget);
-  return plan;
-}
-
-// CHWN: direct_chwn. NCHW (every other GPU solver's layout): each direction the first that fits
-// of cuDNN (its heuristic's algorithm first), im2col+GEMM, MEC and the direct reference (no
-// workspace).
-std::optional<ConvLayerPlan> gpu_threshold_plan(const ConvProblem& fwd,
-                                                const DeviceThresholds& thresholds,
-                                                std::size_t budget) {
-  std::optional<ConvLayerPlan> plan;
-  if (threshold_layout(fwd, thresholds) == Layout::CHWN)
-    plan = layer_from(fwd, Layout::CHWN, {"direct_chwn"}, thresholds, budget);
-  if (!plan)
-    plan = layer_from(fwd, Layout::NCHW, {"cudnn", "im2col_gemm", "mec", "direct"}, thresholds,
-                      budget);
-  return plan;
-}
-
-}  // namespace
-
-ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
-                             std::size_t max_workspace_bytes) {
-  const std::optional<ConvLayerPlan> plan =
-      fwd.device == Device::cpu ? cpu_threshold_plan(fwd, thresholds, max_workspace_bytes)
-                                : gpu_threshold_plan(fwd, thresholds, max_workspace_bytes);
-  TUNECNN_CHECK(plan.has_value(), "no ", to_string(fwd.device), " conv solver runs ", fwd.key(),
-                " within ", max_workspace_bytes, " workspace bytes");
-  plan->validate(fwd);
-  return *plan;
 }
 
 }  // namespace tunecnn

@@ -22,6 +22,7 @@
 
 #include "autotune/conv_tuner.h"
 #include "autotune/records.h"
+#include "autotune/threshold_plan.h"  // the plan these thresholds make
 #include "ops/conv/plan.h"
 
 namespace tunecnn {
@@ -51,19 +52,5 @@ std::string transform_key(Layout from, Layout to);
 // calibrated. Zero when from == to.
 std::optional<double> transform_ms(const DeviceThresholds& thresholds, Layout from, Layout to,
                                    std::size_t bytes);
-
-// Li et al.'s rule: CHWN or NCHW for a forward problem; NCHW when ct/nt are absent and on a
-// device without a CHWN conv solver.
-Layout threshold_layout(const ConvProblem& fwd, const DeviceThresholds& thresholds);
-
-// The `off` policy's plan for one layer, from the thresholds alone (times nothing), with the
-// solvers of the problem's device. CPU: the layout from threshold_layout; in NCHW, Winograd where
-// it applies, else im2col+GEMM, else MEC (with T = mec_t, so the layer runs NHWC) when the budget
-// rules im2col out; in CHWN, direct_chwn. GPU: the layout from threshold_layout too; in CHWN
-// direct_chwn; in NCHW cuDNN, else im2col+GEMM, else MEC with T = mec_t, else the direct
-// reference. Each direction falls back to the next applicable solver
-// within `max_workspace_bytes`; every direction shares the layout.
-ConvLayerPlan threshold_plan(const ConvProblem& fwd, const DeviceThresholds& thresholds,
-                             std::size_t max_workspace_bytes);
 
 }  // namespace tunecnn

@@ -116,6 +116,25 @@ std::string solvers_of(const ConvLayerPlan& plan) {
          "," + std::string(plan.bwd_weights.solver->name());
 }
 
+std::string names_of(const std::vector<const ConvSolver*>& solvers) {
+  std::string out;
+  for (const ConvSolver* solver : solvers) out += (out.empty() ? "" : ",") + std::string(solver->name());
+  return out;
+}
+
+// The untuned plan and the layout calibration take their solvers from what each declares
+// (UntunedRoles): these are the CPU's declarations, in the order the chain tries them.
+TEST(Calibration, UntunedRolesComeFromTheSolvers) {
+  EXPECT_EQ(names_of(untuned_nchw_chain(Device::cpu)), "winograd_f2x3,im2col_gemm,depthwise_direct");
+  EXPECT_EQ(names_of(layout_baseline_solvers(Device::cpu)), "im2col_gemm,winograd_f2x3");
+  ASSERT_NE(chwn_threshold_solver(Device::cpu), nullptr);
+  EXPECT_EQ(chwn_threshold_solver(Device::cpu)->name(), "direct_chwn");
+  std::vector<std::string> low_memory;
+  for (const ConvSolver* solver : conv_solvers(Device::cpu))
+    if (solver->untuned_roles().low_memory) low_memory.emplace_back(solver->name());
+  EXPECT_EQ(low_memory, std::vector<std::string>{"mec"});
+}
+
 TEST(Calibration, ThresholdPlanWinogradForThreeByThree) {
   const ConvProblem p = conv(2, 8, 8, 10, 3);
   const ConvLayerPlan plan = threshold_plan(p, thresholds(4, 64, 14), SIZE_MAX);

@@ -247,6 +247,24 @@ TEST(CalibrationDevice, GpuLayersFollowTheThresholdsOnlyWithAGpuChwnSolver) {
   EXPECT_EQ(threshold_layout(p, t), Layout::NCHW);
 }
 
+// What the GPU's solvers declare for the untuned plan (UntunedRoles): its NCHW chain is cuDNN,
+// then im2col+GEMM, then MEC (NCHW on the GPU); the layout calibration weighs direct_chwn against
+// cuDNN; nothing is a low-memory fallback, since every GPU solver but direct_chwn runs NCHW.
+TEST(CalibrationDevice, GpuUntunedRolesComeFromTheSolvers) {
+  if (!cuda_built()) GTEST_SKIP() << "a build without CUDA has no GPU conv solvers";
+  const auto names_of = [](const std::vector<const ConvSolver*>& solvers) {
+    std::string out;
+    for (const ConvSolver* solver : solvers) out += (out.empty() ? "" : ",") + std::string(solver->name());
+    return out;
+  };
+  EXPECT_EQ(names_of(untuned_nchw_chain(Device::cuda)), "cudnn,im2col_gemm,mec");
+  EXPECT_EQ(names_of(layout_baseline_solvers(Device::cuda)), "cudnn");
+  ASSERT_NE(chwn_threshold_solver(Device::cuda), nullptr);
+  EXPECT_EQ(chwn_threshold_solver(Device::cuda)->name(), "direct_chwn");
+  for (const ConvSolver* solver : conv_solvers(Device::cuda))
+    EXPECT_FALSE(solver->untuned_roles().low_memory) << solver->name();
+}
+
 TEST(PoolLayoutsByDevice, GpuPoolingTakesNchwAndChwn) {
   const MaxPool2d pool(2, 2);
   const Shape input = {8, 16, 12, 12};

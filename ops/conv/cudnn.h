@@ -13,6 +13,9 @@ namespace tunecnn {
 class CudnnSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "cudnn"; }
+  UntunedRoles untuned_roles() const override {
+    return UntunedRoles::nchw_chain(1, /*layout_baseline=*/true);
+  }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;

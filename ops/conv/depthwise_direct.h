@@ -13,6 +13,7 @@ bool one_filter_per_channel(const ConvProblem& problem, std::string* why);
 class DepthwiseDirectSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "depthwise_direct"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::nchw_chain(3); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const ConvProblem&) const override {
     return {Layout::NCHW, Layout::NHWC};

@@ -9,6 +9,7 @@ namespace tunecnn {
 class DirectChwnSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "direct_chwn"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::chwn_solver(); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::CHWN}; }
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
@@ -23,6 +24,7 @@ class DirectChwnSolver final : public ConvSolver {
 class DirectChwnCudaSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "direct_chwn"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::chwn_solver(); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::CHWN}; }
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;

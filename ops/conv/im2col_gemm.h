@@ -9,6 +9,9 @@ namespace tunecnn {
 class Im2colGemmSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "im2col_gemm"; }
+  UntunedRoles untuned_roles() const override {
+    return UntunedRoles::nchw_chain(2, /*layout_baseline=*/true);
+  }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
@@ -22,6 +25,7 @@ class Im2colGemmSolver final : public ConvSolver {
 class Im2colGemmCudaSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "im2col_gemm"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::nchw_chain(2); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;

@@ -10,6 +10,7 @@ namespace tunecnn {
 class MecSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "mec"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::low_memory_solver(); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<Layout> layouts(const ConvProblem&) const override { return {Layout::NHWC}; }
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
@@ -24,6 +25,7 @@ class MecSolver final : public ConvSolver {
 class MecCudaSolver final : public ConvSolver {
  public:
   std::string_view name() const override { return "mec"; }
+  UntunedRoles untuned_roles() const override { return UntunedRoles::nchw_chain(3); }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;

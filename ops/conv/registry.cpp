@@ -29,9 +29,9 @@ const DirectConvSolver kDirect;
 // depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel);
 // the direct kernel, fastest on the CPU, comes first of them. pointwise_gemm runs only NHWC and
 // CHWN, so it is never the NCHW default.
-const std::array<const ConvSolver*, 9> kCpuSolvers = {
+const auto kCpuSolvers = std::to_array<const ConvSolver*>({
     &kIm2colGemm,      &kMec,      &kPointwiseGemm,    &kWinogradF2x3, &kDirectChwn,
-    &kDepthwiseDirect, &kDiagonal, &kChannelByChannel, &kDirect};
+    &kDepthwiseDirect, &kDiagonal, &kChannelByChannel, &kDirect});
 
 }  // namespace
 

@@ -26,10 +26,9 @@ const DiagonalCudaSolver kDiagonalCuda;
 const DirectChwnCudaSolver kDirectChwnCuda;
 const DirectCudaSolver kDirectCuda;
 
-const std::array<const ConvSolver*, 7> kCudaSolvers = {&kCudnn,        &kIm2colGemmCuda,
-                                                       &kMecCuda,      &kDepthwiseDirectCuda,
-                                                       &kDiagonalCuda, &kDirectChwnCuda,
-                                                       &kDirectCuda};
+const auto kCudaSolvers = std::to_array<const ConvSolver*>(
+    {&kCudnn, &kIm2colGemmCuda, &kMecCuda, &kDepthwiseDirectCuda, &kDiagonalCuda, &kDirectChwnCuda,
+     &kDirectCuda});
 
 }  // namespace
 

@@ -27,6 +27,29 @@ struct Workspace {
   template <class T> T* as() const { return static_cast<T*>(data); }
 };
 
+// The parts a solver plays in the plan made without timing (`--tune off` from the device's
+// thresholds, autotune/threshold_plan.h) and in the layout calibration. Both ask the registry
+// for these instead of naming solvers: a new solver joins them by declaring its parts.
+struct UntunedRoles {
+  // > 0: in the NCHW chain each direction tries, lowest first; 0: not in it.
+  int nchw_order = 0;
+  // One of the NCHW solvers the layout thresholds (Ct, Nt) weigh CHWN against: calibration
+  // times the fastest of them that runs.
+  bool layout_baseline = false;
+  // The CHWN solver the layout thresholds weigh against NCHW, and that CHWN layers run
+  // (Li et al.'s direct convolution with the batch in the SIMD lanes).
+  bool chwn = false;
+  // Where a whole layer moves, in the solver's own layout, when the budget leaves some
+  // direction without an NCHW chain solver.
+  bool low_memory = false;
+
+  static constexpr UntunedRoles nchw_chain(int order, bool layout_baseline = false) {
+    return {order, layout_baseline, false, false};
+  }
+  static constexpr UntunedRoles chwn_solver() { return {0, false, true, false}; }
+  static constexpr UntunedRoles low_memory_solver() { return {0, false, false, true}; }
+};
+
 class ConvSolver {
  public:
   virtual ~ConvSolver() = default;
@@ -43,6 +66,7 @@ class ConvSolver {
   // with atomics in a varying order (some of cuDNN's backward algorithms). Among candidates the
   // timings cannot tell apart, the tuner prefers a deterministic one.
   virtual bool deterministic(const ConvProblem&, const TuneConfig&) const { return true; }
+  virtual UntunedRoles untuned_roles() const { return {}; }
   virtual void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
                    Workspace workspace) const = 0;
 };

@@ -8,6 +8,9 @@ namespace tunecnn {
 class WinogradF2x3Solver final : public ConvSolver {
  public:
   std::string_view name() const override { return "winograd_f2x3"; }
+  UntunedRoles untuned_roles() const override {
+    return UntunedRoles::nchw_chain(1, /*layout_baseline=*/true);
+  }
   bool applicable(const ConvProblem& problem, std::string* why) const override;
   // {{"tiles", n}}: the most tiles per block; the first is the default.
   std::vector<TuneConfig> configs(const ConvProblem& problem) const override;

@@ -10,11 +10,11 @@ namespace {
 const TiledPoolSolver kTiled;
 const DirectPoolSolver kDirect;
 // pool_direct, the reference that accepts every problem, stays last.
-const std::array<const PoolSolver*, 2> kCpuSolvers{&kTiled, &kDirect};
+const auto kCpuSolvers = std::to_array<const PoolSolver*>({&kTiled, &kDirect});
 #ifdef TUNECNN_HAVE_CUDA
 const CudaTiledPoolSolver kCudaTiled;
 const CudaDirectPoolSolver kCudaDirect;
-const std::array<const PoolSolver*, 2> kCudaSolvers{&kCudaTiled, &kCudaDirect};
+const auto kCudaSolvers = std::to_array<const PoolSolver*>({&kCudaTiled, &kCudaDirect});
 #endif
 }  // namespace
 

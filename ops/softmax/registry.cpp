@@ -9,11 +9,11 @@ namespace tunecnn {
 namespace {
 const FusedSoftmaxSolver kFused;
 const FivePassSoftmaxSolver kFivePass;
-const std::array<const SoftmaxSolver*, 2> kCpuSolvers{&kFused, &kFivePass};
+const auto kCpuSolvers = std::to_array<const SoftmaxSolver*>({&kFused, &kFivePass});
 #ifdef TUNECNN_HAVE_CUDA
 const CudaFusedSoftmaxSolver kCudaFused;
 const CudaFivePassSoftmaxSolver kCudaFivePass;
-const std::array<const SoftmaxSolver*, 2> kCudaSolvers{&kCudaFused, &kCudaFivePass};
+const auto kCudaSolvers = std::to_array<const SoftmaxSolver*>({&kCudaFused, &kCudaFivePass});
 #endif
 }  // namespace
 
