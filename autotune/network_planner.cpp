@@ -57,10 +57,11 @@ class EvalModeScope {
   }
 };
 
-// Each layer's input shape, from a forward pass on one example of zeros in which conv layers are
-// not run (their output shape follows from the problem), so tracing costs almost nothing and
-// needs no plan. Only the batch dimension depends on the batch size. Returns the network's output
-// shape.
+// Each layer's input shape, from a forward pass on one example of zeros in which conv and pooling
+// layers are not run (their output shape follows from the problem), so tracing costs almost
+// nothing and asks no planner: a layer with the tuner as its planner would otherwise have a
+// one-example problem tuned and cached that no step ever runs. Only the batch dimension depends
+// on the batch size. Returns the network's output shape.
 Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape, Device device) {
   NoGradGuard no_grad;
   Shape one = input_shape;
@@ -75,11 +76,13 @@ Shape trace_shapes(std::vector<ChainLayer>& chain, const Shape& input_shape, Dev
       ConvProblem single = layer.problem;
       single.mb = 1;
       x = Variable(Tensor::zeros(single.dst_shape(), DType::f32, device), false);
+    } else if (layer.pool != nullptr) {
+      layer.pool_problem = layer.pool->problem_for(layer.input);
+      layer.pool_problem.device = device;
+      PoolProblem single = layer.pool_problem;
+      single.mb = 1;
+      x = Variable(Tensor::zeros(single.dst_shape(), DType::f32, device), false);
     } else {
-      if (layer.pool != nullptr) {
-        layer.pool_problem = layer.pool->problem_for(layer.input);
-        layer.pool_problem.device = device;
-      }
       x = layer.module->forward(x);
     }
   }

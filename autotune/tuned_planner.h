@@ -1,8 +1,8 @@
 #pragma once
-// The planner `train` and `autotune profile` install: each conv, pooling and softmax problem key gets its
-// tuning entry from the cache or the tuner, according to the --tune policy, and every entry it
-// measures is added to the YAML cache (atomically, under the file lock, keeping what other
-// processes wrote).
+// The planner `train` and `autotune profile` hand to their model (Planners::all, ops/planners.h):
+// each conv, pooling and softmax problem key gets its tuning entry from the cache or the tuner,
+// according to the --tune policy, and every entry it measures is added to the YAML cache
+// (atomically, under the file lock, keeping what other processes wrote).
 //
 //   off     times nothing: this device's cached entries when there are some; otherwise the
 //           device thresholds (calibration.h) decide (threshold_plan), or, on an uncalibrated

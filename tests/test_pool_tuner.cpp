@@ -174,5 +174,25 @@ TEST(PoolTuner, NetworkPlannerInstallsPoolPlansWithoutChangingResults) {
   EXPECT_EQ(relative_mismatch(after, before, 1e-4), "");
 }
 
+// A model whose layers take the tuner as their planner (as `train` and `autotune profile` build
+// it): planning resolves the batch's problems and nothing else; tracing the shapes on one example
+// asks no planner (it used to tune and cache one-image pooling problems no step runs).
+TEST(PoolTuner, PlanningAModelBuiltWithTheTunerTunesOnlyTheBatchsProblems) {
+  testing::TempDir dir;
+  Harness h;
+  auto tuner = h.planner(TunePolicy::full, dir.path() / "tuning.yaml");
+  Rng rng(3);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, Planners::all(tuner)}, rng);
+  NetworkPlanner(tuner).plan(*model, {8, 1, 28, 28});
+  int keys = 0;
+  for (const auto& [id, device] : tuner->cache().devices())
+    for (const auto& [key, entry] : device.entries) {
+      EXPECT_NE(key.find(" mb8 "), std::string::npos) << key;
+      ++keys;
+    }
+  // conv1 fwd and bwd_weights (its input is the data), conv2 all three, two pools both ways, loss.
+  EXPECT_EQ(keys, 2 + 3 + 4 + 1);
+}
+
 }  // namespace
 }  // namespace tunecnn
