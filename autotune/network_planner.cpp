@@ -19,6 +19,11 @@ struct ChainLayer {
   LayerUse use = LayerUse::training;  // which directions of it run (set_layer_uses)
   ConvProblem problem;  // conv layers only
   PoolProblem pool_problem;  // pooling layers only
+  // From the tuner (resolve_entries): a conv layer's entries, or, under `off` without any, its
+  // thresholds plan; a pooling layer's entries when it has some.
+  std::optional<LayerEntries> entries;
+  std::optional<ConvLayerPlan> untimed;
+  std::optional<PoolEntries> pool_entries;
 };
 
 // Sequential containers are walked into; every other module is one layer of the chain.
@@ -168,6 +173,83 @@ void set_layer_uses(std::vector<ChainLayer>& chain, LayerUse use) {
   }
 }
 
+// The loss's problem: every model here ends in logits [N, classes] that train and bench feed to
+// softmax cross-entropy, in training and in evaluation alike, so it is planned with the layers.
+std::vector<SoftmaxProblem> softmax_problems_of(const Shape& output, Device device) {
+  if (output.size() != 2) return {};
+  return {{static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32, device}};
+}
+
+using ProfileProgress = std::function<void(int, int, const std::string&)>;
+
+// Every layer's entries (cached, profiled or verified, by the tuner's policy) and the loss's
+// solver, whose name it returns; the pass's new entries go to the cache in one write.
+std::string resolve_entries(TunedPlanner& tuner, std::vector<ChainLayer>& chain,
+                            const std::vector<SoftmaxProblem>& softmax_problems,
+                            const ProfileProgress& progress) {
+  std::vector<std::pair<ConvProblem, LayerUse>> conv_layers;
+  std::vector<std::pair<PoolProblem, LayerUse>> pool_layers;
+  for (const ChainLayer& layer : chain) {
+    if (layer.conv != nullptr) conv_layers.emplace_back(layer.problem, layer.use);
+    if (layer.pool != nullptr) pool_layers.emplace_back(layer.pool_problem, layer.use);
+  }
+  const int to_profile = tuner.pending(conv_layers, pool_layers, softmax_problems);
+  int profiled = 0;
+  tuner.on_profile = [&](const std::string& key) {
+    if (progress) progress(++profiled, to_profile, key);
+  };
+  for (ChainLayer& layer : chain) {
+    if (layer.conv != nullptr) layer.entries = tuner.layer_entries(layer.problem, layer.use);
+    if (layer.conv != nullptr && !layer.entries) layer.untimed = tuner.untimed_plan(layer.problem);
+    if (layer.pool != nullptr) layer.pool_entries = tuner.pool_entries(layer.pool_problem, layer.use);
+  }
+  std::string softmax_solver;
+  for (const SoftmaxProblem& problem : softmax_problems) softmax_solver = tuner.plan(problem).name();
+  tuner.on_profile = nullptr;
+  tuner.flush();
+  return softmax_solver;
+}
+
+// The chain DP's nodes: each layer's cost per layout. Conv layers without entries (`off`) keep
+// their thresholds plan's layout as their only choice, at no cost, and pooling layers without
+// entries may run in any layout they accept, at no cost.
+std::vector<LayoutNode> layout_nodes(const TunedPlanner& tuner, const std::vector<ChainLayer>& chain,
+                                     Device device) {
+  std::vector<LayoutNode> nodes(chain.size());
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const ChainLayer& layer = chain[i];
+    if (layer.pool_entries) {
+      nodes[i] = tuner.pool_layout_node(layer.pool_problem, *layer.pool_entries);
+    } else if (layer.conv == nullptr) {
+      nodes[i].cost_ms = accepted_layouts(layer, device);
+    } else if (layer.entries) {
+      nodes[i] = tuner.layout_node(layer.problem, *layer.entries);
+    } else {
+      nodes[i].cost_ms[static_cast<int>(layer.untimed->layout())] = 0;
+    }
+    nodes[i].input = layer.input;
+  }
+  return nodes;
+}
+
+// Installs the plan of a conv or pooling layer in `layout` and reports it.
+void install_plan(const TunedPlanner& tuner, const ChainLayer& layer, Layout layout,
+                  NetworkPlanReport& report) {
+  if (layer.pool != nullptr) {
+    const std::optional<PoolLayerPlan> tuned =
+        layer.pool_entries ? tuner.pool_plan_in_layout(layer.pool_problem, *layer.pool_entries, layout)
+                           : std::nullopt;
+    const PoolLayerPlan plan = tuned ? *tuned : FirstApplicablePoolPlanner().plan(layer.pool_problem, layout);
+    layer.pool->set_plan(layer.pool_problem, plan);
+    report.pools.push_back(pool_report_for(layer, plan, layer.pool_entries));
+  }
+  if (layer.conv == nullptr) return;
+  const ConvLayerPlan plan =
+      layer.untimed ? *layer.untimed : *tuner.plan_in_layout(layer.problem, *layer.entries, layout);
+  layer.conv->set_plan(layer.problem, plan);
+  report.layers.push_back(report_for(layer, plan, layer.entries));
+}
+
 }  // namespace
 
 NetworkPlanner::NetworkPlanner(std::shared_ptr<TunedPlanner> tuner) : tuner_(std::move(tuner)) {
@@ -183,83 +265,25 @@ NetworkPlanReport NetworkPlanner::plan(Module& model, const Shape& input_shape, 
     EvalModeScope eval(model);
     return trace_shapes(chain, input_shape, device);
   }();
-
   set_layer_uses(chain, use);
-  std::vector<std::pair<ConvProblem, LayerUse>> conv_layers;
-  std::vector<std::pair<PoolProblem, LayerUse>> pool_layers;
-  for (const ChainLayer& layer : chain) {
-    if (layer.conv != nullptr) conv_layers.emplace_back(layer.problem, layer.use);
-    if (layer.pool != nullptr) pool_layers.emplace_back(layer.pool_problem, layer.use);
-  }
-  // Every model here ends in logits [N, classes] that train and bench feed to softmax
-  // cross-entropy, in training and in evaluation alike: its problem is planned with the layers.
-  std::vector<SoftmaxProblem> softmax_problems;
-  if (output.size() == 2)
-    softmax_problems.push_back({static_cast<int>(output[0]), static_cast<int>(output[1]), DType::f32, device});
-  const int to_profile = tuner_->pending(conv_layers, pool_layers, softmax_problems);
-  int profiled = 0;
-  tuner_->on_profile = [&](const std::string& key) {
-    if (on_profile) on_profile(++profiled, to_profile, key);
-  };
-  std::vector<std::optional<LayerEntries>> entries(chain.size());
-  std::vector<std::optional<PoolEntries>> pool_entries(chain.size());
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    if (chain[i].conv != nullptr) entries[i] = tuner_->layer_entries(chain[i].problem, chain[i].use);
-    if (chain[i].pool != nullptr) pool_entries[i] = tuner_->pool_entries(chain[i].pool_problem, chain[i].use);
-  }
-  std::string softmax_solver;
-  for (const SoftmaxProblem& problem : softmax_problems) softmax_solver = tuner_->plan(problem).name();
-  tuner_->on_profile = nullptr;
-  tuner_->flush();  // the pass's entries, in one write
+  const std::vector<SoftmaxProblem> softmax_problems = softmax_problems_of(output, device);
+  NetworkPlanReport report;
+  report.softmax_solver = resolve_entries(*tuner_, chain, softmax_problems, on_profile);
+  if (!softmax_problems.empty()) report.softmax = softmax_problems.front();
 
-  // The chain DP over every layer; conv layers without entries (`off`) keep their thresholds
-  // plan's layout as their only choice, at no cost, and pooling layers without entries may run
-  // in any layout they accept, at no cost.
-  std::vector<LayoutNode> nodes(chain.size());
-  std::vector<std::optional<ConvLayerPlan>> untimed(chain.size());
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    if (pool_entries[i]) {
-      nodes[i] = tuner_->pool_layout_node(chain[i].pool_problem, *pool_entries[i]);
-    } else if (chain[i].conv == nullptr) {
-      nodes[i].cost_ms = accepted_layouts(chain[i], device);
-    } else if (entries[i]) {
-      nodes[i] = tuner_->layout_node(chain[i].problem, *entries[i]);
-    } else {
-      untimed[i] = tuner_->untimed_plan(chain[i].problem);
-      nodes[i].cost_ms[static_cast<int>(untimed[i]->layout())] = 0;
-    }
-    nodes[i].input = chain[i].input;
-  }
+  const std::vector<LayoutNode> nodes = layout_nodes(*tuner_, chain, device);
   const auto transform = [this](const Shape& s, Layout a, Layout b) { return tuner_->transform_cost(s, a, b); };
   // Decided with near-ties merged and, within the noise of the whole step, the fewest layout
   // changes (choose_layouts), so two runs pick the same layouts where the timings cannot tell
   // them apart; reported at the measured costs.
   const LayoutAssignment assignment = choose_layouts(nodes, transform);
-
-  NetworkPlanReport report;
   report.total_ms = assignment_ms(nodes, assignment.layouts, transform);
-  if (!softmax_problems.empty()) report.softmax = softmax_problems.front();
-  report.softmax_solver = softmax_solver;
   Layout previous = Layout::NCHW;  // the data arrives NCHW
   for (std::size_t i = 0; i < chain.size(); ++i) {
     if (assignment.layouts[i] != previous)
       report.transform_ms += transform(chain[i].input, previous, assignment.layouts[i]);
     previous = assignment.layouts[i];
-    if (chain[i].pool != nullptr) {
-      const Layout layout = assignment.layouts[i];
-      const std::optional<PoolLayerPlan> tuned =
-          pool_entries[i] ? tuner_->pool_plan_in_layout(chain[i].pool_problem, *pool_entries[i], layout)
-                          : std::nullopt;
-      const PoolLayerPlan plan = tuned ? *tuned : FirstApplicablePoolPlanner().plan(chain[i].pool_problem, layout);
-      chain[i].pool->set_plan(chain[i].pool_problem, plan);
-      report.pools.push_back(pool_report_for(chain[i], plan, pool_entries[i]));
-    }
-    if (chain[i].conv == nullptr) continue;
-    const ConvLayerPlan plan = untimed[i] ? *untimed[i]
-                                          : *tuner_->plan_in_layout(chain[i].problem, *entries[i],
-                                                                    assignment.layouts[i]);
-    chain[i].conv->set_plan(chain[i].problem, plan);
-    report.layers.push_back(report_for(chain[i], plan, entries[i]));
+    install_plan(*tuner_, chain[i], assignment.layouts[i], report);
   }
   return report;
 }
