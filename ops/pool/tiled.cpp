@@ -10,119 +10,12 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
+#include "ops/pool/row_scan.h"
 
 namespace tunecnn {
 namespace {
 
-// The index type kept beside a value in the argmax: as wide as the value, so both vectorise
-// lane for lane.
-template <class T>
-using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
-
-// pool_direct's rule: v replaces the current maximum m when strictly greater, or when v is the
-// first NaN. Two compares and a bitwise and keep the loops branch-free so they vectorise.
-template <class T>
-inline bool takes(T v, T m) {
-  return !(v <= m) & (m == m);  // v > m, or v is NaN and m is not
-}
-
-// take ? a : b as a bit blend: branch-free also in the scalar remainders of vectorised loops,
-// where the compiler would otherwise branch on data and mispredict.
-template <class T>
-inline T pick(bool take, T a, T b) {
-  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  const U mask = U(0) - static_cast<U>(take);
-  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
-}
-
-// Scalar code of the same rule: the compiler turns `takes(v, m) ? v : m` on scalars into
-// branches, which mispredict on data; the compare-and-blend below is branch-free.
-#if defined(__SSE2__)
-inline float max_scalar(float v, float m) {
-  const __m128 vv = _mm_set_ss(v), mm = _mm_set_ss(m);
-  const __m128 take = _mm_and_ps(_mm_cmpnle_ss(vv, mm), _mm_cmpord_ss(mm, mm));
-  return _mm_cvtss_f32(_mm_or_ps(_mm_and_ps(take, vv), _mm_andnot_ps(take, mm)));
-}
-inline double max_scalar(double v, double m) {
-  const __m128d vv = _mm_set_sd(v), mm = _mm_set_sd(m);
-  const __m128d take = _mm_and_pd(_mm_cmpnle_sd(vv, mm), _mm_cmpord_sd(mm, mm));
-  return _mm_cvtsd_f64(_mm_or_pd(_mm_and_pd(take, vv), _mm_andnot_pd(take, mm)));
-}
-// The argmax form: the mask also picks the index (an integer select, a cmov).
-template <class I>
-inline void argmax_scalar(float v, float& m, I at, I& index) {
-  const __m128 vv = _mm_set_ss(v), mm = _mm_set_ss(m);
-  const __m128 take = _mm_and_ps(_mm_cmpnle_ss(vv, mm), _mm_cmpord_ss(mm, mm));
-  m = _mm_cvtss_f32(_mm_or_ps(_mm_and_ps(take, vv), _mm_andnot_ps(take, mm)));
-  index = (_mm_movemask_ps(take) & 1) ? at : index;
-}
-template <class I>
-inline void argmax_scalar(double v, double& m, I at, I& index) {
-  const __m128d vv = _mm_set_sd(v), mm = _mm_set_sd(m);
-  const __m128d take = _mm_and_pd(_mm_cmpnle_sd(vv, mm), _mm_cmpord_sd(mm, mm));
-  m = _mm_cvtsd_f64(_mm_or_pd(_mm_and_pd(take, vv), _mm_andnot_pd(take, mm)));
-  index = (_mm_movemask_pd(take) & 1) ? at : index;
-}
-#else
-template <class T>
-inline T max_scalar(T v, T m) {
-  return pick(takes(v, m), v, m);
-}
-template <class T, class I>
-inline void argmax_scalar(T v, T& m, I at, I& index) {
-  if (takes(v, m)) m = v, index = at;
-}
-#endif
-
-// Lane loops over contiguous memory, with restrict pointers and a local count so they vectorise
-// (a store through an int pointer could otherwise alias the kernel's int members and force a
-// reload of the bound on every lane).
-template <class T>
-inline void fold_max(T* __restrict a, const T* __restrict h, int n) {
-  if (n == 1) {
-    a[0] = max_scalar(h[0], a[0]);
-    return;
-  }
-  for (int i = 0; i < n; ++i) a[i] = pick(takes(h[i], a[i]), h[i], a[i]);
-}
-template <class T>
-inline void fold_sum(T* __restrict a, const T* __restrict h, int n) {
-  for (int i = 0; i < n; ++i) a[i] += h[i];
-}
-template <class T>
-inline void fold_argmax(T* __restrict a, Idx<T>* __restrict ai, const T* __restrict h,
-                        const Idx<T>* __restrict hi, int n) {
-  if (n == 1) {
-    argmax_scalar(h[0], a[0], hi[0], ai[0]);
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    const bool take = takes(h[i], a[i]);
-    a[i] = pick(take, h[i], a[i]);
-    ai[i] = pick(take, hi[i], ai[i]);
-  }
-}
-// The same with one index for every lane: the next pixel of a row.
-template <class T>
-inline void fold_argmax_at(T* __restrict a, Idx<T>* __restrict ai, const T* __restrict h,
-                           Idx<T> at, int n) {
-  if (n == 1) {
-    argmax_scalar(h[0], a[0], at, ai[0]);
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    const bool take = takes(h[i], a[i]);
-    a[i] = pick(take, h[i], a[i]);
-    ai[i] = pick(take, at, ai[i]);
-  }
-}
-template <class T>
-inline void divide(T* __restrict out, const T* __restrict in, T d, int n) {
-  for (int i = 0; i < n; ++i) out[i] = in[i] / d;
-}
+using namespace pool_tiled;
 
 // The memory order of one layout, as planes of pixels of V contiguous values: value v of pixel
 // (y, x) of plane i is at i * H * W * V + (y * W + x) * V + v, input and output alike.
@@ -143,56 +36,12 @@ View view_of(const PoolProblem& p, Layout layout) {
   TUNECNN_FAIL("pool_tiled: unknown layout");
 }
 
-// One output's window along an axis, clipped to the input: [lo, hi).
-struct Span {
-  int lo, hi;
-};
-inline Span span(int o, int stride, int pad, int k, int in) {
-  const int start = o * stride - pad;
-  return {std::max(start, 0), std::min(start + k, in)};
-}
-
-struct Tile {
-  int oy0, ny, ox0, nx;
-};
-
-// Runs f.template operator()<N>() with N = n for the tile widths configs() offers, else N = 0
-// (the width is only known at run time). A known width lets the compiler keep a V = 1 tile row in
-// registers: the CPU form of the paper's compile-time coarsening factor.
-template <class F>
-inline void with_width(int n, F&& f) {
-  switch (n) {
-    case 1: return f.template operator()<1>();
-    case 2: return f.template operator()<2>();
-    case 3: return f.template operator()<3>();
-    case 4: return f.template operator()<4>();
-    case 6: return f.template operator()<6>();
-    case 8: return f.template operator()<8>();
-    case 12: return f.template operator()<12>();
-    case 16: return f.template operator()<16>();
-    default: return f.template operator()<0>();
-  }
-}
-
-inline int floor_div(int a, int b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
+// A tile pass of one plane (forward, max and average backward) and the uncoarsened baseline,
+// built on the window geometry (tile_windows.h) and the row scans (row_scan.h).
 template <class T>
-class Kernel {
+class Kernel : public RowScan<T> {
  public:
-  Kernel(const PoolProblem& p, int v)
-      : p_(p), v_(v), oh_(p.oh()), ow_(p.ow()),
-        // Output columns [ix_lo_, ix_hi_) have their whole window inside the row.
-        ix_lo_((p.pw + p.sw - 1) / p.sw),
-        ix_hi_(std::min(p.ow(), floor_div(p.iw + p.pw - p.kw, p.sw) + 1)) {
-    // Output rows [lo, hi) whose window holds input row y, once per call: no division per row.
-    rows_lo_.resize(p.ih), rows_hi_.resize(p.ih);
-    for (int y = 0; y < p.ih; ++y) {
-      rows_lo_[y] = std::max(floor_div(y + p.ph - p.kh, p.sh) + 1, 0);
-      rows_hi_[y] = std::min(floor_div(y + p.ph, p.sh) + 1, oh_);
-    }
-  }
+  using RowScan<T>::RowScan;
 
   // ---- forward -------------------------------------------------------------------------------
   // Writes the tile's outputs of one plane. acc holds ny * nx * V values, h nx * V.
@@ -340,27 +189,16 @@ class Kernel {
       }
     }
   }
-
  private:
-  const PoolProblem& p_;
-  int v_, oh_, ow_, ix_lo_, ix_hi_;
-  std::vector<int> rows_lo_, rows_hi_;
-
-  // Input rows [lo, hi) some output row of the tile reads.
-  Span band(const Tile& t) const {
-    return {span(t.oy0, p_.sh, p_.ph, p_.kh, p_.ih).lo,
-            span(t.oy0 + t.ny - 1, p_.sh, p_.ph, p_.kh, p_.ih).hi};
-  }
-  // The tile's output rows [r0, r1) (relative to oy0) whose window holds input row y.
-  Span rows_of(int y, const Tile& t) const {
-    return {std::max(rows_lo_[y] - t.oy0, 0), std::min(rows_hi_[y] - t.oy0, t.ny)};
-  }
-  // The first input row output row oy reads.
-  int first_row(int oy) const { return std::max(oy * p_.sh - p_.ph, 0); }
-
-  T divisor(const Span& wy, const Span& wx) const {
-    return static_cast<T>(p_.count_include_pad ? p_.kh * p_.kw : (wy.hi - wy.lo) * (wx.hi - wx.lo));
-  }
+  using TileWindows<T>::p_;
+  using TileWindows<T>::v_;
+  using TileWindows<T>::oh_;
+  using TileWindows<T>::ow_;
+  using TileWindows<T>::band;
+  using TileWindows<T>::rows_of;
+  using TileWindows<T>::first_row;
+  using TileWindows<T>::divisor;
+  using RowScan<T>::hargmax;
 
   template <bool kMax, int kN>
   void fwd_tile_impl(const T* in, T* out, const Tile& t, T* acc, T* h) const {
@@ -368,7 +206,7 @@ class Kernel {
     const int width = kN > 0 ? kN : t.nx * v;  // kN > 0 only when V = 1
     const auto [ylo, yhi] = band(t);
     for (int y = ylo; y < yhi; ++y) {
-      hreduce<kMax, kN>(in + static_cast<std::int64_t>(y) * p_.iw * v, t, h);
+      this->template hreduce<kMax, kN>(in + static_cast<std::int64_t>(y) * p_.iw * v, t, h);
       const auto [r0, r1] = rows_of(y, t);
       for (int r = r0; r < r1; ++r) {
         T* a = acc + static_cast<std::int64_t>(r) * width;
@@ -392,147 +230,6 @@ class Kernel {
         for (int j = 0; j < t.nx; ++j)
           divide(o + j * v, a + j * v, divisor(wy, span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw)), v);
       }
-    }
-  }
-
-  // h[j * V + i] = max or sum of row's window of output column ox0 + j, value i.
-  template <bool kMax, int kN>
-  void hreduce(const T* row, const Tile& t, T* h) const {
-    if (v_ == 1) {
-      // Columns whose window lies inside the row vectorise over j; the rest are clipped.
-      const int ja = std::clamp(ix_lo_ - t.ox0, 0, t.nx);
-      const int jb = std::clamp(ix_hi_ - t.ox0, ja, t.nx);
-      for (int j = 0; j < ja; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
-      for (int j = jb; j < t.nx; ++j) h[j] = hclipped<kMax>(row, t.ox0 + j);
-      if (jb > ja) {
-        const T* base = row + (t.ox0 + ja) * p_.sw - p_.pw;
-        if (ja == 0 && jb == t.nx)
-          hinterior_n<kMax, kN>(base, h, jb - ja);
-        else
-          hinterior_n<kMax, 0>(base, h + ja, jb - ja);
-      }
-      return;
-    }
-    const int v = v_;
-    for (int j = 0; j < t.nx; ++j) {
-      const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-      T* hj = h + j * v;
-      const T* first = row + static_cast<std::int64_t>(wx.lo) * v;
-      std::copy(first, first + v, hj);
-      for (int x = wx.lo + 1; x < wx.hi; ++x) {
-        const T* px = row + static_cast<std::int64_t>(x) * v;
-        if constexpr (kMax)
-          fold_max(hj, px, v);
-        else
-          fold_sum(hj, px, v);
-      }
-    }
-  }
-
-  template <bool kMax, int kN>
-  void hinterior_n(const T* base, T* h, int n) const {
-    if (p_.sw == 1)
-      hinterior<kMax, kN, 1>(base, h, n, 1);
-    else if (p_.sw == 2)
-      hinterior<kMax, kN, 2>(base, h, n, 2);
-    else
-      hinterior<kMax, kN, 0>(base, h, n, p_.sw);
-  }
-
-  // V = 1, windows inside the row: h[j] = reduce over kx of base[j * stride + kx]. kN and kStride
-  // are the count and stride when known at compile time (0: use n and stride).
-  template <bool kMax, int kN, int kStride>
-  void hinterior(const T* __restrict base, T* __restrict h, int n_, int stride) const {
-    const int s = kStride > 0 ? kStride : stride;
-    const int n = kN > 0 ? kN : n_;
-    const int kw = p_.kw;
-    for (int j = 0; j < n; ++j) h[j] = base[j * s];
-    for (int kx = 1; kx < kw; ++kx) {
-      const T* b = base + kx;
-      if constexpr (kMax && kN == 1) {
-        h[0] = max_scalar(b[0], h[0]);
-      } else if constexpr (kMax) {
-        for (int j = 0; j < n; ++j) h[j] = pick(takes(b[j * s], h[j]), b[j * s], h[j]);
-      } else {
-        for (int j = 0; j < n; ++j) h[j] += b[j * s];
-      }
-    }
-  }
-
-  template <bool kMax>
-  T hclipped(const T* row, int ox) const {
-    const Span wx = span(ox, p_.sw, p_.pw, p_.kw, p_.iw);
-    T m = row[wx.lo];
-    for (int x = wx.lo + 1; x < wx.hi; ++x) {
-      if constexpr (kMax)
-        m = max_scalar(row[x], m);
-      else
-        m += row[x];
-    }
-    return m;
-  }
-
-  // V = 1, windows inside the row: the first maximum of b[j * stride + kx] over kx and its pixel
-  // index (b is pixel `at0`). kN and kStride as in hinterior.
-  template <int kN, int kStride>
-  void hargmax_interior(const T* __restrict b, Idx<T> at0, T* __restrict hv,
-                        Idx<T>* __restrict hi, int n_, int stride) const {
-    const int s = kStride > 0 ? kStride : stride;
-    const int n = kN > 0 ? kN : n_;
-    const int kw = p_.kw;
-    for (int j = 0; j < n; ++j) hv[j] = b[j * s], hi[j] = at0 + j * s;
-    for (int kx = 1; kx < kw; ++kx)
-      for (int j = 0; j < n; ++j) {
-        const T val = b[j * s + kx];
-        const bool take = takes(val, hv[j]);
-        hv[j] = pick(take, val, hv[j]);
-        hi[j] = pick(take, static_cast<Idx<T>>(at0 + j * s + kx), hi[j]);
-      }
-  }
-
-  // The first maximum of row y's window of each output column of the tile, with its pixel index.
-  void hargmax(const T* src, int y, const Tile& t, T* hval, Idx<T>* hidx) const {
-    const int v = v_;
-    const T* row = src + static_cast<std::int64_t>(y) * p_.iw * v;
-    const Idx<T> base = static_cast<Idx<T>>(y) * p_.iw;
-    if (v == 1) {
-      // Border columns one by one; the interior vectorises over the tile's columns.
-      const int ja = std::clamp(ix_lo_ - t.ox0, 0, t.nx);
-      const int jb = std::clamp(ix_hi_ - t.ox0, ja, t.nx);
-      auto clipped = [&](int j) {
-        const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-        T m = row[wx.lo];
-        Idx<T> at = base + wx.lo;
-        for (int x = wx.lo + 1; x < wx.hi; ++x) argmax_scalar(row[x], m, base + x, at);
-        hval[j] = m, hidx[j] = at;
-      };
-      for (int j = 0; j < ja; ++j) clipped(j);
-      for (int j = jb; j < t.nx; ++j) clipped(j);
-      if (jb <= ja) return;
-      const int x0 = (t.ox0 + ja) * p_.sw - p_.pw;
-      auto interior = [&]<int kN>() {
-        if (p_.sw == 1)
-          hargmax_interior<kN, 1>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, 1);
-        else if (p_.sw == 2)
-          hargmax_interior<kN, 2>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, 2);
-        else
-          hargmax_interior<kN, 0>(row + x0, base + x0, hval + ja, hidx + ja, jb - ja, p_.sw);
-      };
-      if (ja == 0 && jb == t.nx)
-        with_width(jb - ja, interior);
-      else
-        interior.template operator()<0>();
-      return;
-    }
-    for (int j = 0; j < t.nx; ++j) {
-      const Span wx = span(t.ox0 + j, p_.sw, p_.pw, p_.kw, p_.iw);
-      T* hv = hval + j * v;
-      Idx<T>* hi = hidx + j * v;
-      const T* first = row + static_cast<std::int64_t>(wx.lo) * v;
-      std::copy(first, first + v, hv);
-      std::fill(hi, hi + v, base + wx.lo);
-      for (int x = wx.lo + 1; x < wx.hi; ++x)
-        fold_argmax_at(hv, hi, row + static_cast<std::int64_t>(x) * v, base + x, v);
     }
   }
 };
