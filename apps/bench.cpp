@@ -23,7 +23,7 @@
 #include "apps/bench/repeat_policy.h"
 #include "apps/bench/scaling_bench.h"
 #include "apps/bench/softmax_bench.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "apps/training/data_parallel.h"
 #include "apps/training/step_timer.h"
 #include "autotune/fingerprint.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/error.h"
 

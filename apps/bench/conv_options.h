@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "ops/conv/problem.h"
 
 namespace tunecnn {

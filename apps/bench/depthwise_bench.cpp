@@ -24,7 +24,7 @@
 #include "apps/bench/model_split.h"
 #include "apps/bench/pytorch_worker.h"
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/allocator.h"
 #include "core/threading.h"
