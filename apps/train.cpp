@@ -3,7 +3,7 @@
 #include <sstream>
 #include <string>
 
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "apps/training/data_sources.h"
 #include "apps/training/trainer.h"
 #include "autotune/tuned_planner.h"

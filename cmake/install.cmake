@@ -6,7 +6,7 @@ install(TARGETS train autotune bench RUNTIME DESTINATION bin)
 
 if(BUILD_SHARED_LIBS)
   set(tunecnn_libraries tunecnn_core tunecnn_ops tunecnn_autotune tunecnn_models tunecnn_datasets
-      tunecnn_training tunecnn_bench tunecnn_autotune_cli)
+      tunecnn_app_common tunecnn_training tunecnn_bench tunecnn_autotune_cli)
   if(TUNECNN_CUDA_EMULATION)
     list(APPEND tunecnn_libraries tunecnn_cuda_emulation)
   endif()

@@ -21,8 +21,9 @@ class CheckIncludes(unittest.TestCase):
         self.write("ops/layout/to.h", '#include "core/a.h"\n')
         self.write("models/net.cpp", '#include "ops/conv/problem.h"\n#include "models/net.h"\n')
         self.write("models/net.h", "")
-        self.write("apps/bench/run.cpp", '#include "apps/training/cli.h"\n')
-        self.write("apps/training/cli.h", '#include "models/net.h"\n')
+        self.write("apps/bench/run.cpp", '#include "apps/training/t.h"\n#include "apps/common/cli.h"\n')
+        self.write("apps/training/t.h", '#include "apps/common/cli.h"\n')
+        self.write("apps/common/cli.h", '#include "models/net.h"\n')
         self.write("apps/train.cpp", '#include "apps/bench/run.h"\n')
         self.write("tests/test_a.cpp", '#include "apps/bench/run.h"\n')  # not checked
 
@@ -41,7 +42,7 @@ class CheckIncludes(unittest.TestCase):
     def test_clean_tree_passes(self):
         code, out = self.check()
         self.assertEqual(code, 0, out)
-        self.assertIn("10 files", out)
+        self.assertIn("11 files", out)
 
     def test_back_include_fails_naming_file_and_folders(self):
         self.write("core/a.h", '#include "core/b.h"\n#include "ops/b.h"\n')
@@ -62,6 +63,18 @@ class CheckIncludes(unittest.TestCase):
                      "apps/training/t.h:1: includes apps/bench/run.h",
                      "apps/bench/b.h:1: includes apps/autotune_cli/c.h",
                      "ops/conv/rel.h:1: includes ops/pool/p.h"]:
+            self.assertIn(line, out)
+
+    def test_apps_common_includes_no_other_apps_folder(self):
+        self.write("apps/autotune_cli/a.cpp", '#include "apps/common/cli.h"\n')  # allowed
+        self.write("apps/common/c.cpp", '#include "apps/training/t.h"\n')
+        self.write("apps/autotune_cli/b.cpp", '#include "apps/training/t.h"\n')
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        self.assertNotIn("apps/autotune_cli/a.cpp", out)
+        for line in ["apps/common/c.cpp:1: includes apps/training/t.h "
+                     "(folder apps/common may not include folder apps/training)",
+                     "apps/autotune_cli/b.cpp:1: includes apps/training/t.h"]:
             self.assertIn(line, out)
 
     def test_allow_list_and_stale_entry(self):

@@ -1,4 +1,4 @@
-// The command line every program shares (apps/training/cli.h), and the one exit-status
+// The command line every program shares (apps/common/cli.h), and the one exit-status
 // convention of train, bench and autotune: 0 done, 1 error, 2 a command line to fix.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 
 namespace tunecnn {
 namespace {

@@ -19,6 +19,7 @@
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
 #include "apps/bench/pool_bench.h"
+#include "apps/common/device_check.h"
 #include "autotune/calibration.h"
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
@@ -94,8 +95,8 @@ TEST(BenchConvDevice, SolversAreCheckedAgainstTheDevicesRegistry) {
 
 TEST(BenchConvDevice, WithoutAGpuCudaFailsBeforeAnyWork) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present";
-  EXPECT_NO_THROW(require_bench_device(Device::cpu));
-  testing::expect_error([] { require_bench_device(Device::cuda); }, {no_gpu_message()});
+  EXPECT_NO_THROW(require_device(Device::cpu));
+  testing::expect_error([] { require_device(Device::cuda); }, {no_gpu_message()});
   testing::expect_error(
       [] {
         testing::run_capturing_stdout(bench_conv, "conv",

@@ -6,6 +6,7 @@
 #include "apps/autotune_cli/describe.h"
 #include "apps/autotune_cli/options.h"
 #include "apps/autotune_cli/subcommands.h"
+#include "apps/common/device_check.h"
 #include "autotune/calibration.h"
 #include "autotune/tuning_cache.h"
 

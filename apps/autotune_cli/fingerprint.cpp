@@ -5,6 +5,7 @@
 
 #include "apps/autotune_cli/options.h"
 #include "apps/autotune_cli/subcommands.h"
+#include "apps/common/device_check.h"
 #include "core/cuda_runtime.h"
 
 namespace tunecnn {

@@ -4,7 +4,6 @@
 
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
-#include "core/cuda_runtime.h"
 #include "core/threading.h"
 
 namespace tunecnn {
@@ -102,12 +101,6 @@ Device parse_device_option(const CommandLine& options) {
   } catch (const Error& e) {
     throw UsageError("--device: " + e.message());
   }
-}
-
-void require_device(Device device) {
-  if (device == Device::cpu) return;
-  TUNECNN_CHECK(cuda_built(), "--device cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
-  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no usable GPU: ", cuda_unavailable_reason());
 }
 
 DeviceIdentity this_device(Device device) { return device_identity(device); }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/error.h"
 
@@ -49,10 +49,6 @@ std::filesystem::path tune_cache_path(const CommandLine& options);
 // --device cpu|cuda (declare it with device_option()); UsageError for anything else.
 void device_option(SubcommandLine& cli, const std::string& what);
 Device parse_device_option(const CommandLine& options);
-
-// Throws Error (exit status 1) before any work when `device` cannot run here: the GPU in a
-// build without CUDA, or on a machine where no GPU is usable (cuda_unavailable_reason says why).
-void require_device(Device device);
 
 // This machine's device as the tuning cache names it: the CPU under the current thread count, or
 // the first GPU (device_identity).

@@ -6,6 +6,7 @@
 #include "apps/autotune_cli/options.h"
 #include "apps/autotune_cli/subcommands.h"
 #include "apps/autotune_cli/text_table.h"
+#include "apps/common/device_check.h"
 #include "autotune/device_clock.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"

@@ -12,6 +12,7 @@
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
 #include "apps/bench/pytorch_worker.h"
+#include "apps/common/device_check.h"
 #include "apps/training/progress.h"
 #include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
@@ -303,7 +304,7 @@ int bench_conv(int argc, const char* const* argv) {
   declare_conv_bench_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   ConvBenchOptions options = conv_bench_options(cli);
-  require_bench_device(options.device);
+  require_device(options.device);
   set_num_threads(options.threads);
   ConvBench(std::move(options), std::cout).run();
   return 0;

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "apps/bench/bench_device.h"
-#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "models/conv_layers.h"
 #include "ops/conv/registry.h"
@@ -127,7 +126,7 @@ ConvBenchOptions conv_bench_options(const CommandLine& cli) {
   options.threads = cli.get_int("threads");
   TUNECNN_CHECK(options.threads >= 0, "--threads must be >= 0 (0: all hardware threads)");
   options.repeats = repeat_policy(cli);
-  // A build without CUDA knows no GPU solvers: require_bench_device says why, not "unknown".
+  // A build without CUDA knows no GPU solvers: require_device says why, not "unknown".
   if (!conv_solvers(options.device).empty())
     options.solvers = parse_solver_list(cli.get("solvers"), options.device);
   options.direct_max_mmacs = cli.get_double("direct-max-mmacs");
@@ -170,12 +169,6 @@ std::vector<std::string> parse_solver_list(const std::string& text, Device devic
                   to_string(device), " solver '", name, "' (known: ", known_solver_names(device),
                   ")");
   return names;
-}
-
-void require_bench_device(Device device, const std::string& option) {
-  if (device == Device::cpu) return;
-  TUNECNN_CHECK(cuda_built(), option, " cuda: this build has no CUDA: rebuild with -DTUNECNN_CUDA=ON");
-  TUNECNN_CHECK(cuda_device_count() > 0, option, " cuda: no usable GPU: ", cuda_unavailable_reason());
 }
 
 }  // namespace tunecnn

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "ops/conv/problem.h"
 
 namespace tunecnn {
@@ -42,10 +42,5 @@ const char* default_pytorch_script();
 std::vector<Direction> parse_directions(const std::string& text);
 // A comma list of solver names, each checked against `device`'s registry; "" or "all" gives {}.
 std::vector<std::string> parse_solver_list(const std::string& text, Device device = Device::cpu);
-
-// Throws Error before any work when `device` cannot run here: a CUDA device in a build without
-// CUDA, or on a machine where no GPU is usable (cuda_unavailable_reason says why). `option` names
-// the flag in the text.
-void require_bench_device(Device device, const std::string& option = "--device");
 
 }  // namespace tunecnn

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/training/step_timer.h"
+#include "apps/bench/step_timer.h"
 #include "ops/conv/problem.h"
 
 namespace tunecnn {

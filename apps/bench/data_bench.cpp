@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "apps/training/data_sources.h"
 #include "autotune/fingerprint.h"
 #include "core/error.h"

@@ -24,7 +24,8 @@
 #include "apps/bench/model_split.h"
 #include "apps/bench/pytorch_worker.h"
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
+#include "apps/common/device_check.h"
 #include "autotune/fingerprint.h"
 #include "core/allocator.h"
 #include "core/threading.h"
@@ -287,7 +288,7 @@ int bench_depthwise(int argc, const char* const* argv) {
   TUNECNN_CHECK(part == "layers" || part == "model" || part == "both", "bench depthwise: --part must be layers, "
                 "model or both, got '", part, "'");
   const Device device = parse_bench_device(cli.get("device"));
-  require_bench_device(device);
+  require_device(device);
   const Clock clock = device_clock(device);
   const bool gpu = device == Device::cuda;
   TUNECNN_CHECK(!gpu || part != "model", "bench depthwise: the model part runs on the CPU only; with --device "

@@ -12,7 +12,7 @@
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/bench/tuning_breakdown.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "apps/bench/bench_device.h"
 #include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"

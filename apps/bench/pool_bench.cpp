@@ -19,7 +19,7 @@
 #include "apps/bench/bench_device.h"
 #include "autotune/device_clock.h"
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/init.h"
 #include "core/threading.h"

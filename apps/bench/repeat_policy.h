@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/training/step_timer.h"
+#include "apps/bench/step_timer.h"
 
 namespace tunecnn {
 

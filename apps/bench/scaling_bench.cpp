@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
 #include "core/communicator.h"
 #include "core/error.h"

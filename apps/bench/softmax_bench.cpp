@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "apps/bench/repeat_policy.h"
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 #include "apps/bench/bench_device.h"
 #include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "apps/common/device_check.h"
 #include "apps/training/csv_log.h"
 #include "apps/training/data_parallel.h"
 #include "apps/training/data_sources.h"
@@ -174,14 +175,13 @@ class Run {
   std::string allreduce_text() const;
 };
 
-// Before the data loads: a GPU run on a machine without one fails at once, saying why.
+// Before the data loads: a GPU run on a machine without one fails at once, saying why in the words
+// bench and autotune use; and the GPU is not yet supported under mpirun.
 void Run::check_device() const {
-  if (o_.device == Device::cpu) return;
-  TUNECNN_CHECK(cuda_built(), "--device cuda: this build of tunecnn has no CUDA backend; "
-                "reconfigure with -DTUNECNN_CUDA=ON (needs the CUDA toolkit)");
-  TUNECNN_CHECK(cuda_device_count() > 0, "--device cuda: no usable GPU: ", cuda_unavailable_reason());
-  TUNECNN_CHECK(!dp_.active(), "--device cuda under mpirun is not supported yet: data-parallel "
-                "training runs on CPUs only (train one process per GPU without mpirun)");
+  require_device(o_.device);
+  TUNECNN_CHECK(o_.device == Device::cpu || !dp_.active(), "--device cuda under mpirun is not "
+                "supported yet: data-parallel training runs on CPUs only (train one process per GPU "
+                "without mpirun)");
 }
 
 // Before the data loads: the checkpoint folder is a folder we can write, and a checkpoint an

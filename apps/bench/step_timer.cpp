@@ -1,4 +1,4 @@
-#include "apps/training/step_timer.h"
+#include "apps/bench/step_timer.h"
 
 #include <algorithm>
 #include <chrono>

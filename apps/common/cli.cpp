@@ -1,4 +1,4 @@
-#include "apps/training/cli.h"
+#include "apps/common/cli.h"
 
 #include <climits>
 #include <cstdlib>
