@@ -1,14 +1,13 @@
 #include "autotune/conv_tuner.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 
+#include "autotune/reference_check.h"
 #include "core/rng.h"
 #include "ops/conv/registry.h"
 #include "ops/conv/verify.h"
-#include "ops/layout/reference.h"
 #include "ops/layout/to_layout.h"
 
 namespace tunecnn {
@@ -50,58 +49,22 @@ int fewer_channels(int channels) {
   return std::min(cut, channels);
 }
 
-// Checks candidates against the reference output, computed once per problem. The reference is
-// the CPU's direct solver whatever the problem's device; a GPU candidate runs on copies of the
-// same arguments, and its output comes back to be compared.
-class Verifier {
- public:
-  Verifier(const ConvProblem& problem, std::uint64_t seed) : problem_(problem) {
-    Rng rng(seed);
-    ConvProblem on_cpu = problem_;
-    on_cpu.device = Device::cpu;
-    args_ = random_conv_args(on_cpu, rng);
-    ConvArgs ref = conv_args_in_layout(args_, Layout::NCHW);
-    run_conv({&direct_conv_solver(), {}, Layout::NCHW}, on_cpu, ref);
-    reference_ = conv_output(ref, problem_.dir);
+// What checking a conv candidate against the direct reference needs (reference_check.h).
+struct ConvFamily {
+  using Problem = ConvProblem;
+  using Solver = ConvSolver;
+  using Args = ConvArgs;
+  static ConvArgs random_args(const ConvProblem& p, Rng& rng) { return random_conv_args(p, rng); }
+  static ConvArgs in_layout(const ConvArgs& nchw, Layout layout, Device device) {
+    return conv_args_on(conv_args_in_layout(nchw, layout), device);
   }
-  const ConvProblem& problem() const { return problem_; }
-
-  // Empty when the candidate agrees with the reference; otherwise what went wrong.
-  std::string check(const ConvSolver& solver, const TuneConfig& config, Layout layout) {
-    try {
-      ConvArgs& args = args_in(layout);
-      Tensor output = conv_output(args, problem_.dir);
-      output.fill(std::nan(""));  // an element the candidate forgets to write shows up
-      run_conv({&solver, config, layout}, problem_, args);
-      const Tensor got = conv_output(args, problem_.dir).to(Device::cpu);
-      return relative_mismatch(got, reference_in(got.layout()), problem_.dt == DType::f32 ? 1e-4 : 1e-10);
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
+  static const Tensor& output(const ConvArgs& args, Direction dir) { return conv_output(args, dir); }
+  static const ConvSolver& reference_solver() { return direct_conv_solver(); }
+  static void run_plan(const ConvSolver& solver, const TuneConfig& config, Layout layout,
+                       const ConvProblem& p, const ConvArgs& args) {
+    run_conv({&solver, config, layout}, p, args);
   }
-
- private:
-  // The arguments in each layout, converted once: every config of every solver reuses them.
-  ConvArgs& args_in(Layout layout) {
-    auto it = in_layout_.find(layout);
-    if (it == in_layout_.end())
-      it = in_layout_.emplace(layout, conv_args_on(conv_args_in_layout(args_, layout), problem_.device)).first;
-    return it->second;
-  }
-
-  // The reference output in the candidate's layout, converted once per layout: comparing in the
-  // candidate's memory order costs no conversion per candidate.
-  const Tensor& reference_in(Layout layout) {
-    auto it = reference_in_.find(layout);
-    if (it == reference_in_.end()) it = reference_in_.emplace(layout, convert_layout_reference(reference_, layout)).first;
-    return it->second;
-  }
-
-  ConvProblem problem_;
-  ConvArgs args_;
-  std::map<Layout, ConvArgs> in_layout_;
-  Tensor reference_;  // NCHW
-  std::map<Layout, Tensor> reference_in_;
+  static double tolerance(DType dt) { return dt == DType::f32 ? 1e-4 : 1e-10; }
 };
 
 // ---- timing arguments ------------------------------------------------------------------------
@@ -188,9 +151,9 @@ class ConvSearch {
 
   // On the small problem when the solver takes it, else (rarely) on the real one.
   std::string verify(const ConvSolver& solver, Layout layout, const TuneConfig& config) {
-    if (!small_) small_ = std::make_unique<Verifier>(verification_problem(problem_), options_.seed);
+    if (!small_) small_ = std::make_unique<ReferenceCheck<ConvFamily>>(verification_problem(problem_), options_.seed);
     if (solver.applicable(small_->problem(), nullptr)) return small_->check(solver, config, layout);
-    if (!full_) full_ = std::make_unique<Verifier>(problem_, options_.seed);
+    if (!full_) full_ = std::make_unique<ReferenceCheck<ConvFamily>>(problem_, options_.seed);
     return full_->check(solver, config, layout);
   }
 
@@ -208,7 +171,7 @@ class ConvSearch {
   CandidateSearch search_;
   ConvArgs timing_base_;                   // NCHW
   std::map<Layout, ConvArgs> timing_args_;  // views of timing_base_
-  std::unique_ptr<Verifier> small_, full_;  // built on first use: the reference is not free
+  std::unique_ptr<ReferenceCheck<ConvFamily>> small_, full_;  // built on first use: the reference is not free
 };
 
 std::vector<const ConvSolver*> all_solvers(const TunerOptions& options, Device device) {

@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 
-#include "core/rng.h"
+#include "autotune/reference_check.h"
 #include "core/init.h"
-#include "ops/conv/verify.h"
+#include "core/rng.h"
 #include "ops/layout/reference.h"
 #include "ops/layout/to_layout.h"
 #include "ops/pool/registry.h"
@@ -52,55 +52,23 @@ const Tensor& pool_output(const PoolArgs& args, Direction dir) {
   return dir == Direction::fwd ? args.dst : args.diff_src;
 }
 
-// Checks candidates against the CPU direct solver's output, computed once; a GPU candidate runs on
-// copies of the same arguments.
-class PoolVerifier {
- public:
-  PoolVerifier(const PoolProblem& problem, std::uint64_t seed) : problem_(problem) {
-    Rng rng(seed);
-    args_ = random_pool_args(problem_, rng);
-    PoolArgs ref = pool_args_in_layout(args_, Layout::NCHW);
-    PoolProblem on_cpu = problem_;
-    on_cpu.device = Device::cpu;
-    run_pool({&direct_pool_solver(), {}}, on_cpu, ref);
-    reference_ = pool_output(ref, problem_.dir);
+// What checking a pool candidate against the direct reference needs (reference_check.h).
+struct PoolFamily {
+  using Problem = PoolProblem;
+  using Solver = PoolSolver;
+  using Args = PoolArgs;
+  static PoolArgs random_args(const PoolProblem& p, Rng& rng) { return random_pool_args(p, rng); }
+  static PoolArgs in_layout(const PoolArgs& nchw, Layout layout, Device device) {
+    return pool_args_in_layout(nchw, layout, device);
   }
-
-  std::string check(const PoolSolver& solver, const TuneConfig& config, Layout layout) {
-    try {
-      PoolArgs& args = args_in(layout);
-      Tensor output = pool_output(args, problem_.dir);
-      output.fill(std::nan(""));  // an element the candidate forgets to write shows up
-      run_pool({&solver, config}, problem_, args);
-      const Tensor got = pool_output(args, problem_.dir).to(Device::cpu);
-      // Sums in another order round differently; a max is exact either way.
-      return relative_mismatch(got, reference_in(got.layout()), problem_.dt == DType::f32 ? 1e-5 : 1e-12);
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
+  static const Tensor& output(const PoolArgs& args, Direction dir) { return pool_output(args, dir); }
+  static const PoolSolver& reference_solver() { return direct_pool_solver(); }
+  static void run_plan(const PoolSolver& solver, const TuneConfig& config, Layout,
+                       const PoolProblem& p, const PoolArgs& args) {
+    run_pool({&solver, config}, p, args);
   }
-
- private:
-  // The arguments in each layout, converted once: every config of every solver reuses them.
-  PoolArgs& args_in(Layout layout) {
-    auto it = in_layout_.find(layout);
-    if (it == in_layout_.end())
-      it = in_layout_.emplace(layout, pool_args_in_layout(args_, layout, problem_.device)).first;
-    return it->second;
-  }
-
-  // The reference output in the candidate's layout, converted once per layout (see the conv tuner).
-  const Tensor& reference_in(Layout layout) {
-    auto it = reference_in_.find(layout);
-    if (it == reference_in_.end()) it = reference_in_.emplace(layout, convert_layout_reference(reference_, layout)).first;
-    return it->second;
-  }
-
-  PoolProblem problem_;
-  PoolArgs args_;
-  std::map<Layout, PoolArgs> in_layout_;
-  Tensor reference_;  // NCHW
-  std::map<Layout, Tensor> reference_in_;
+  // Sums in another order round differently; a max is exact either way.
+  static double tolerance(DType dt) { return dt == DType::f32 ? 1e-5 : 1e-12; }
 };
 
 // What a candidate is timed on: inputs hash-filled, outputs zero, on the problem's device. One
@@ -167,9 +135,9 @@ class PoolSearch {
     return t;
   }
 
-  PoolVerifier& verifier() {
+  ReferenceCheck<PoolFamily>& verifier() {
     if (!verifier_)
-      verifier_ = std::make_unique<PoolVerifier>(pool_verification_problem(problem_), options_.seed);
+      verifier_ = std::make_unique<ReferenceCheck<PoolFamily>>(pool_verification_problem(problem_), options_.seed);
     return *verifier_;
   }
 
@@ -185,7 +153,7 @@ class PoolSearch {
   CandidateSearch search_;
   PoolArgs timing_base_;                   // NCHW
   std::map<Layout, PoolArgs> timing_args_;  // views of timing_base_
-  std::unique_ptr<PoolVerifier> verifier_;
+  std::unique_ptr<ReferenceCheck<PoolFamily>> verifier_;
 };
 
 }  // namespace

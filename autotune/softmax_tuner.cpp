@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "autotune/reference_check.h"
 #include "core/init.h"
 #include "core/rng.h"
 #include "ops/softmax/plan.h"
@@ -69,7 +70,7 @@ class SoftmaxVerifier {
   }
 
   std::string check(const SoftmaxSolver& solver) const {
-    try {
+    return what_went_wrong([&] {
       Tensor grad = Tensor::full(problem_.logits_shape(), std::nan(""), problem_.dt).to(problem_.device);
       const double loss = solver.run(problem_, args_.logits, args_.labels, grad);
       grad = grad.to(Device::cpu);
@@ -84,9 +85,7 @@ class SoftmaxVerifier {
                    ", want " + std::to_string(reference_.grad[i]);
         return std::string();
       });
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
+    });
   }
 
  private:
