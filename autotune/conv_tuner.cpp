@@ -1,15 +1,13 @@
 #include "autotune/conv_tuner.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <memory>
 
+#include "autotune/family_search.h"
+#include "autotune/reference_check.h"
 #include "core/rng.h"
 #include "ops/conv/registry.h"
 #include "ops/conv/verify.h"
-#include "ops/layout/reference.h"
-#include "ops/layout/to_layout.h"
 
 namespace tunecnn {
 namespace {
@@ -50,66 +48,49 @@ int fewer_channels(int channels) {
   return std::min(cut, channels);
 }
 
-// Checks candidates against the reference output, computed once per problem. The reference is
-// the CPU's direct solver whatever the problem's device; a GPU candidate runs on copies of the
-// same arguments, and its output comes back to be compared.
-class Verifier {
- public:
-  Verifier(const ConvProblem& problem, std::uint64_t seed) : problem_(problem) {
-    Rng rng(seed);
-    ConvProblem on_cpu = problem_;
-    on_cpu.device = Device::cpu;
-    args_ = random_conv_args(on_cpu, rng);
-    ConvArgs ref = conv_args_in_layout(args_, Layout::NCHW);
-    run_conv({&direct_conv_solver(), {}, Layout::NCHW}, on_cpu, ref);
-    reference_ = conv_output(ref, problem_.dir);
-  }
-  const ConvProblem& problem() const { return problem_; }
+// ---- the conv family -------------------------------------------------------------------------
 
-  // Empty when the candidate agrees with the reference; otherwise what went wrong.
-  std::string check(const ConvSolver& solver, const TuneConfig& config, Layout layout) {
-    try {
-      ConvArgs& args = args_in(layout);
-      Tensor output = conv_output(args, problem_.dir);
-      output.fill(std::nan(""));  // an element the candidate forgets to write shows up
-      run_conv({&solver, config, layout}, problem_, args);
-      const Tensor got = conv_output(args, problem_.dir).to(Device::cpu);
-      return relative_mismatch(got, reference_in(got.layout()), problem_.dt == DType::f32 ? 1e-4 : 1e-10);
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
-  }
+// What the shared scaffold needs of conv: reference_check.h checks candidates with it,
+// family_search.h makes and times the trials.
+struct ConvFamily {
+  using Problem = ConvProblem;
+  using Solver = ConvSolver;
+  using Args = ConvArgs;
+  static constexpr const char* kWhat = "conv";
 
- private:
-  // The arguments in each layout, converted once: every config of every solver reuses them.
-  ConvArgs& args_in(Layout layout) {
-    auto it = in_layout_.find(layout);
-    if (it == in_layout_.end())
-      it = in_layout_.emplace(layout, conv_args_on(conv_args_in_layout(args_, layout), problem_.device)).first;
-    return it->second;
+  static ConvArgs random_args(const ConvProblem& p, Rng& rng) { return random_conv_args(p, rng); }
+  static ConvArgs in_layout(const ConvArgs& nchw, Layout layout, Device device) {
+    return conv_args_on(conv_args_in_layout(nchw, layout), device);
   }
-
-  // The reference output in the candidate's layout, converted once per layout: comparing in the
-  // candidate's memory order costs no conversion per candidate.
-  const Tensor& reference_in(Layout layout) {
-    auto it = reference_in_.find(layout);
-    if (it == reference_in_.end()) it = reference_in_.emplace(layout, convert_layout_reference(reference_, layout)).first;
-    return it->second;
+  static const Tensor& output(const ConvArgs& args, Direction d) { return conv_output(args, d); }
+  static const ConvSolver& reference_solver() { return direct_conv_solver(); }
+  static void run_plan(const ConvSolver& solver, const TuneConfig& config, Layout layout,
+                       const ConvProblem& p, const ConvArgs& args) {
+    run_conv({&solver, config, layout}, p, args);
   }
+  static double tolerance(DType dt) { return dt == DType::f32 ? 1e-4 : 1e-10; }
 
-  ConvProblem problem_;
-  ConvArgs args_;
-  std::map<Layout, ConvArgs> in_layout_;
-  Tensor reference_;  // NCHW
-  std::map<Layout, Tensor> reference_in_;
+  static std::vector<Layout> layouts(const ConvSolver& solver, const ConvProblem& p,
+                                     const TunerOptions& options) {
+    return allowed_layouts(solver.layouts(p), options);
+  }
+  static std::vector<TuneConfig> configs(const ConvSolver& solver, const ConvProblem& p) {
+    return solver.configs(p);
+  }
+  static ConvArgs timing_args(const ConvProblem& p, std::uint64_t seed);
+  static ConvArgs viewed_in_layout(const ConvArgs& args, Layout layout);
+  // With the workspace the config needs, allocated for the call on the problem's device.
+  static void run_timed(const ConvSolver& solver, const ConvProblem& p, const TuneConfig& config,
+                        const ConvArgs& args, std::size_t bytes) {
+    Storage storage(bytes, p.device);
+    solver.run(p, config, args, Workspace{bytes ? storage.data() : nullptr, bytes});
+  }
 };
-
-// ---- timing arguments ------------------------------------------------------------------------
 
 // What a candidate is timed on: only the tensors its direction reads and writes, inputs
 // hash-filled, outputs zero. As large as a training batch, so this is kept cheap: drawing them
 // from the RNG and converting all six to every layout took longer than timing some candidates.
-ConvArgs timing_conv_args(const ConvProblem& p, std::uint64_t seed) {
+ConvArgs ConvFamily::timing_args(const ConvProblem& p, std::uint64_t seed) {
   const auto input = [&](const Shape& shape, std::uint64_t stream) { return timing_input(shape, p.dt, p.device, seed + stream); };
   const auto output = [&](const Shape& shape) { return timing_output(shape, p.dt, p.device); };
   ConvArgs args;
@@ -122,107 +103,47 @@ ConvArgs timing_conv_args(const ConvProblem& p, std::uint64_t seed) {
   return args;
 }
 
-// The same memory read as `layout` (weights have one layout): timing never looks at the values,
-// so every layout's candidates share one set of arguments, with no conversion, a third of the
-// memory to touch, and the same cache state for all.
-ConvArgs viewed_in_layout(const ConvArgs& args, Layout layout) {
+// Weights have one layout; the activations are viewed in `layout` (family_search.h says why).
+ConvArgs ConvFamily::viewed_in_layout(const ConvArgs& args, Layout layout) {
   const auto view = [layout](const Tensor& t) { return t.defined() ? t.with_layout(layout) : t; };
   return {view(args.src), args.wei, view(args.dst), view(args.diff_src), args.diff_wei, view(args.diff_dst)};
 }
 
-// ---- the conv side of the search ------------------------------------------------------------
-
-// One tune_conv call: the conv trials handed to the common search, with the verification and
-// timing arguments they share.
-class ConvSearch {
+// One tune_conv or retime_candidates call: the shared search, with conv's checks.
+class ConvSearch : public FamilySearch<ConvFamily> {
  public:
-  ConvSearch(const ConvProblem& problem, const TunerOptions& options)
-      : problem_(problem), options_(options), search_(problem.key(), "conv", options) {}
-
-  // All of them in one search pass, so the likely winner among them is timed first.
-  void try_solvers(const std::vector<const ConvSolver*>& solvers) {
-    std::vector<SolverTrial> trials;
-    for (const ConvSolver* solver : solvers) {
-      if (!solver->applicable(problem_, nullptr)) continue;
-      for (Layout layout : solver->layouts(problem_))
-        if (contains_layout(options_.layouts, layout)) trials.push_back(trial(*solver, layout));
-    }
-    search_.try_trials(trials);
-  }
-
-  // Candidates named by an earlier entry (another device's): those this build can still run.
-  void try_listed(const std::vector<CandidateResult>& listed, const std::vector<const ConvSolver*>& solvers) {
-    for (const CandidateResult& c : listed) {
-      const auto it = std::find_if(solvers.begin(), solvers.end(),
-                                   [&](const ConvSolver* s) { return s->name() == c.solver; });
-      if (it == solvers.end() || !(*it)->applicable(problem_, nullptr) ||
-          !contains_layout((*it)->layouts(problem_), c.layout) ||
-          !contains_layout(options_.layouts, c.layout))
-        continue;
-      search_.try_configs(trial(**it, c.layout), {c.config});
-    }
-  }
-
-  CandidateSearch& search() { return search_; }
+  using FamilySearch::FamilySearch;
 
  private:
-  SolverTrial trial(const ConvSolver& solver, Layout layout) {
-    SolverTrial t;
-    t.solver = std::string(solver.name());
-    t.layout = layout;
-    t.configs = solver.configs(problem_);
+  using Check = ReferenceCheck<ConvFamily>;
+
+  // The search also weighs a conv candidate's workspace, its determinism and the solver's wish
+  // for a sweep; the direct reference is not checked against itself.
+  SolverTrial trial(const ConvSolver& solver, Layout layout) override {
+    SolverTrial t = timed_trial(solver, layout);
     t.sweep = solver.sweep_configs();
     t.workspace_bytes = [this, &solver](const TuneConfig& c) { return solver.workspace_bytes(problem_, c); };
     t.deterministic = [this, &solver](const TuneConfig& c) { return solver.deterministic(problem_, c); };
     if (!is_direct(solver))
       t.verify = [this, &solver, layout](const TuneConfig& c) { return verify(solver, layout, c); };
-    // Made here, not in the first timed call: filling and converting the arguments would count
-    // against whichever candidate comes first in a layout, and get it pruned as hopeless.
-    const ConvArgs* args = &timing_args(layout);
-    t.run = [this, &solver, args](const TuneConfig& c, std::size_t bytes) {
-      Storage storage(bytes, problem_.device);
-      solver.run(problem_, c, *args, Workspace{bytes ? storage.data() : nullptr, bytes});
-    };
     return t;
   }
 
   // On the small problem when the solver takes it, else (rarely) on the real one.
   std::string verify(const ConvSolver& solver, Layout layout, const TuneConfig& config) {
-    if (!small_) small_ = std::make_unique<Verifier>(verification_problem(problem_), options_.seed);
+    if (!small_) small_ = std::make_unique<Check>(verification_problem(problem_), options_.seed);
     if (solver.applicable(small_->problem(), nullptr)) return small_->check(solver, config, layout);
-    if (!full_) full_ = std::make_unique<Verifier>(problem_, options_.seed);
+    if (!full_) full_ = std::make_unique<Check>(problem_, options_.seed);
     return full_->check(solver, config, layout);
   }
 
-  // Allocated once and viewed in each layout; every candidate reuses them.
-  const ConvArgs& timing_args(Layout layout) {
-    if (!timing_base_.src.defined() && !timing_base_.diff_dst.defined())
-      timing_base_ = timing_conv_args(problem_, options_.seed);
-    auto it = timing_args_.find(layout);
-    if (it == timing_args_.end()) it = timing_args_.emplace(layout, viewed_in_layout(timing_base_, layout)).first;
-    return it->second;
-  }
-
-  ConvProblem problem_;
-  const TunerOptions& options_;
-  CandidateSearch search_;
-  ConvArgs timing_base_;                   // NCHW
-  std::map<Layout, ConvArgs> timing_args_;  // views of timing_base_
-  std::unique_ptr<Verifier> small_, full_;  // built on first use: the reference is not free
+  std::unique_ptr<Check> small_, full_;  // built on first use: the reference is not free
 };
 
 std::vector<const ConvSolver*> all_solvers(const TunerOptions& options, Device device) {
   if (!options.solvers.empty()) return options.solvers;
   const auto registry = conv_solvers(device);
   return {registry.begin(), registry.end()};
-}
-
-std::vector<const ConvSolver*> select(const std::vector<const ConvSolver*>& solvers,
-                                      const std::function<bool(const ConvSolver&)>& keep) {
-  std::vector<const ConvSolver*> out;
-  for (const ConvSolver* s : solvers)
-    if (keep(*s)) out.push_back(s);
-  return out;
 }
 
 // A forced name this build does not have is a typo on the command line: say so.
@@ -261,25 +182,25 @@ TuningEntry tune_conv(const ConvProblem& problem, const TunerOptions& options) {
   problem.validate();
   const std::vector<const ConvSolver*> solvers = all_solvers(options, problem.device);
   check_forced_names(options, solvers);
-  const auto non_direct = select(solvers, [](const ConvSolver& s) { return !is_direct(s); });
+  const auto non_direct = solvers_where(solvers, [](const ConvSolver& s) { return !is_direct(s); });
   ConvSearch search(problem, options);
   if (!options.only_solvers.empty()) {
-    search.try_solvers(select(
+    search.try_solvers(solvers_where(
         solvers, [&](const ConvSolver& s) { return contains(options.only_solvers, s.name()); }));
-    if (!search.search().has_correct()) {
-      search.search().warn("conv tuner: no forced solver runs " + problem.key() + "; trying all solvers");
-      search.try_solvers(select(non_direct, [&](const ConvSolver& s) {
+    if (!search.has_correct()) {
+      search.warn("conv tuner: no forced solver runs " + problem.key() + "; trying all solvers");
+      search.try_solvers(solvers_where(non_direct, [&](const ConvSolver& s) {
         return !contains(options.only_solvers, s.name());
       }));
     }
   } else {
     search.try_solvers(non_direct);
   }
-  if (!search.search().has_correct())
-    search.try_solvers(select(solvers, [&](const ConvSolver& s) {
+  if (!search.has_correct())
+    search.try_solvers(solvers_where(solvers, [&](const ConvSolver& s) {
       return is_direct(s) && !contains(options.only_solvers, s.name());
     }));
-  return search.search().entry();
+  return search.entry();
 }
 
 ConvPlan plan_from_entry(const TuningEntry& entry) {
@@ -294,12 +215,7 @@ TuningEntry retime_candidates(const ConvProblem& problem, const std::vector<Cand
   problem.validate();
   ConvSearch search(problem, options);
   search.try_listed(shortlist, all_solvers(options, problem.device));
-  if (!search.search().has_correct()) {
-    search.search().warn("conv tuner: none of the " + std::to_string(shortlist.size()) +
-                " candidates carried over for " + problem.key() + " runs here; tuning it fully");
-    return tune_conv(problem, options);
-  }
-  return search.search().entry();
+  return search.entry_or_full_tune(shortlist.size(), [&] { return tune_conv(problem, options); });
 }
 
 }  // namespace tunecnn

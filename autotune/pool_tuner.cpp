@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <map>
 #include <memory>
 
-#include "core/rng.h"
+#include "autotune/family_search.h"
+#include "autotune/reference_check.h"
 #include "core/init.h"
-#include "ops/conv/verify.h"
+#include "core/rng.h"
 #include "ops/layout/reference.h"
-#include "ops/layout/to_layout.h"
 #include "ops/pool/registry.h"
 
 namespace tunecnn {
@@ -52,60 +50,47 @@ const Tensor& pool_output(const PoolArgs& args, Direction dir) {
   return dir == Direction::fwd ? args.dst : args.diff_src;
 }
 
-// Checks candidates against the CPU direct solver's output, computed once; a GPU candidate runs on
-// copies of the same arguments.
-class PoolVerifier {
- public:
-  PoolVerifier(const PoolProblem& problem, std::uint64_t seed) : problem_(problem) {
-    Rng rng(seed);
-    args_ = random_pool_args(problem_, rng);
-    PoolArgs ref = pool_args_in_layout(args_, Layout::NCHW);
-    PoolProblem on_cpu = problem_;
-    on_cpu.device = Device::cpu;
-    run_pool({&direct_pool_solver(), {}}, on_cpu, ref);
-    reference_ = pool_output(ref, problem_.dir);
-  }
+// What the shared scaffold needs of pooling: reference_check.h checks candidates with it,
+// family_search.h makes and times the trials.
+struct PoolFamily {
+  using Problem = PoolProblem;
+  using Solver = PoolSolver;
+  using Args = PoolArgs;
+  static constexpr const char* kWhat = "pool";
 
-  std::string check(const PoolSolver& solver, const TuneConfig& config, Layout layout) {
-    try {
-      PoolArgs& args = args_in(layout);
-      Tensor output = pool_output(args, problem_.dir);
-      output.fill(std::nan(""));  // an element the candidate forgets to write shows up
-      run_pool({&solver, config}, problem_, args);
-      const Tensor got = pool_output(args, problem_.dir).to(Device::cpu);
-      // Sums in another order round differently; a max is exact either way.
-      return relative_mismatch(got, reference_in(got.layout()), problem_.dt == DType::f32 ? 1e-5 : 1e-12);
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
+  static PoolArgs random_args(const PoolProblem& p, Rng& rng) { return random_pool_args(p, rng); }
+  static PoolArgs in_layout(const PoolArgs& nchw, Layout layout, Device device) {
+    return pool_args_in_layout(nchw, layout, device);
   }
-
- private:
-  // The arguments in each layout, converted once: every config of every solver reuses them.
-  PoolArgs& args_in(Layout layout) {
-    auto it = in_layout_.find(layout);
-    if (it == in_layout_.end())
-      it = in_layout_.emplace(layout, pool_args_in_layout(args_, layout, problem_.device)).first;
-    return it->second;
+  static const Tensor& output(const PoolArgs& args, Direction d) { return pool_output(args, d); }
+  static const PoolSolver& reference_solver() { return direct_pool_solver(); }
+  static void run_plan(const PoolSolver& solver, const TuneConfig& config, Layout,
+                       const PoolProblem& p, const PoolArgs& args) {
+    run_pool({&solver, config}, p, args);
   }
+  // Sums in another order round differently; a max is exact either way.
+  static double tolerance(DType dt) { return dt == DType::f32 ? 1e-5 : 1e-12; }
 
-  // The reference output in the candidate's layout, converted once per layout (see the conv tuner).
-  const Tensor& reference_in(Layout layout) {
-    auto it = reference_in_.find(layout);
-    if (it == reference_in_.end()) it = reference_in_.emplace(layout, convert_layout_reference(reference_, layout)).first;
-    return it->second;
+  static std::vector<Layout> layouts(const PoolSolver& solver, const PoolProblem& p,
+                                     const TunerOptions& options) {
+    return allowed_layouts(solver.layouts(p), options);
   }
-
-  PoolProblem problem_;
-  PoolArgs args_;
-  std::map<Layout, PoolArgs> in_layout_;
-  Tensor reference_;  // NCHW
-  std::map<Layout, Tensor> reference_in_;
+  static std::vector<TuneConfig> configs(const PoolSolver& solver, const PoolProblem& p) {
+    return solver.configs(p);
+  }
+  static PoolArgs timing_args(const PoolProblem& p, std::uint64_t seed);
+  static PoolArgs viewed_in_layout(const PoolArgs& args, Layout layout) {
+    const auto view = [layout](const Tensor& t) { return t.defined() ? t.with_layout(layout) : t; };
+    return {view(args.src), view(args.dst), view(args.diff_src), view(args.diff_dst)};
+  }
+  static void run_timed(const PoolSolver& solver, const PoolProblem& p, const TuneConfig& config,
+                        const PoolArgs& args, std::size_t /*no workspace*/) {
+    solver.run(p, config, args);
+  }
 };
 
-// What a candidate is timed on: inputs hash-filled, outputs zero, on the problem's device. One
-// set serves every layout, viewed in it (see the conv tuner's viewed_in_layout).
-PoolArgs timing_pool_args(const PoolProblem& p, std::uint64_t seed) {
+// What a candidate is timed on: inputs hash-filled, outputs zero, on the problem's device.
+PoolArgs PoolFamily::timing_args(const PoolProblem& p, std::uint64_t seed) {
   PoolArgs args;
   args.src = timing_input(p.src_shape(), p.dt, p.device, seed);
   if (p.dir == Direction::fwd) {
@@ -117,75 +102,31 @@ PoolArgs timing_pool_args(const PoolProblem& p, std::uint64_t seed) {
   return args;
 }
 
-PoolArgs viewed_in_layout(const PoolArgs& args, Layout layout) {
-  const auto view = [layout](const Tensor& t) { return t.defined() ? t.with_layout(layout) : t; };
-  return {view(args.src), view(args.dst), view(args.diff_src), view(args.diff_dst)};
-}
-
-class PoolSearch {
+// One tune_pool or retime_pool_candidates call: the shared search, with pooling's check.
+class PoolSearch : public FamilySearch<PoolFamily> {
  public:
-  PoolSearch(const PoolProblem& problem, const TunerOptions& options)
-      : problem_(problem), options_(options), search_(problem.key(), "pool", options) {}
-
-  // Every solver that `keep` accepts in every layout, in one search pass, so the likely winner is
-  // timed first.
-  void try_solvers(const std::function<bool(const PoolSolver&)>& keep) {
-    std::vector<SolverTrial> trials;
-    for (const PoolSolver* solver : pool_solvers(problem_.device)) {
-      if (!keep(*solver) || !solver->applicable(problem_, nullptr)) continue;
-      for (Layout layout : solver->layouts(problem_))
-        if (contains_layout(options_.layouts, layout)) trials.push_back(trial(*solver, layout));
-    }
-    search_.try_trials(trials);
-  }
-
-  void try_listed(const std::vector<CandidateResult>& listed) {
-    for (const CandidateResult& c : listed) {
-      const PoolSolver* solver = find_pool_solver(c.solver, problem_.device);
-      if (solver == nullptr || !solver->applicable(problem_, nullptr) ||
-          !contains_layout(solver->layouts(problem_), c.layout) || !contains_layout(options_.layouts, c.layout))
-        continue;
-      search_.try_configs(trial(*solver, c.layout), {c.config});
-    }
-  }
-
-  CandidateSearch& search() { return search_; }
+  using FamilySearch::FamilySearch;
 
  private:
-  SolverTrial trial(const PoolSolver& solver, Layout layout) {
-    SolverTrial t;
-    t.solver = std::string(solver.name());
-    t.layout = layout;
-    t.configs = solver.configs(problem_);
+  using Check = ReferenceCheck<PoolFamily>;
+
+  // The CPU reference is not checked against itself.
+  SolverTrial trial(const PoolSolver& solver, Layout layout) override {
+    SolverTrial t = timed_trial(solver, layout);
     if (&solver != &direct_pool_solver())
-      t.verify = [this, &solver, layout](const TuneConfig& c) { return verifier().check(solver, c, layout); };
-    // Made before timing: see the conv tuner.
-    const PoolArgs* args = &timing_args(layout);
-    t.run = [this, &solver, args](const TuneConfig& c, std::size_t) {
-      solver.run(problem_, c, *args);
-    };
+      t.verify = [this, &solver, layout](const TuneConfig& c) {
+        return reference().check(solver, c, layout);
+      };
     return t;
   }
 
-  PoolVerifier& verifier() {
-    if (!verifier_)
-      verifier_ = std::make_unique<PoolVerifier>(pool_verification_problem(problem_), options_.seed);
-    return *verifier_;
+  Check& reference() {
+    if (!reference_)
+      reference_ = std::make_unique<Check>(pool_verification_problem(problem_), options_.seed);
+    return *reference_;
   }
 
-  const PoolArgs& timing_args(Layout layout) {
-    if (!timing_base_.src.defined()) timing_base_ = timing_pool_args(problem_, options_.seed);
-    auto it = timing_args_.find(layout);
-    if (it == timing_args_.end()) it = timing_args_.emplace(layout, viewed_in_layout(timing_base_, layout)).first;
-    return it->second;
-  }
-
-  PoolProblem problem_;
-  const TunerOptions& options_;
-  CandidateSearch search_;
-  PoolArgs timing_base_;                   // NCHW
-  std::map<Layout, PoolArgs> timing_args_;  // views of timing_base_
-  std::unique_ptr<PoolVerifier> verifier_;
+  std::unique_ptr<Check> reference_;  // built on first use
 };
 
 }  // namespace
@@ -203,9 +144,10 @@ TuningEntry tune_pool(const PoolProblem& problem, const TunerOptions& options) {
   // The direct reference is 10-50x slower than the tiled kernels: timing it cost more than the
   // whole search of a small layer, so it runs only when nothing else is correct (as in tune_conv).
   const auto is_reference = [](const PoolSolver& s) { return s.name() == direct_pool_solver().name(); };
-  search.try_solvers([&](const PoolSolver& s) { return !is_reference(s); });
-  if (!search.search().has_correct()) search.try_solvers(is_reference);
-  return search.search().entry();
+  const auto solvers = pool_solvers(problem.device);
+  search.try_solvers(solvers_where(solvers, [&](const PoolSolver& s) { return !is_reference(s); }));
+  if (!search.has_correct()) search.try_solvers(solvers_where(solvers, is_reference));
+  return search.entry();
 }
 
 TuningEntry retime_pool_candidates(const PoolProblem& problem,
@@ -213,13 +155,8 @@ TuningEntry retime_pool_candidates(const PoolProblem& problem,
                                    const TunerOptions& options) {
   problem.validate();
   PoolSearch search(problem, options);
-  search.try_listed(shortlist);
-  if (!search.search().has_correct()) {
-    search.search().warn("pool tuner: none of the " + std::to_string(shortlist.size()) +
-                         " candidates carried over for " + problem.key() + " runs here; tuning it fully");
-    return tune_pool(problem, options);
-  }
-  return search.search().entry();
+  search.try_listed(shortlist, pool_solvers(problem.device));
+  return search.entry_or_full_tune(shortlist.size(), [&] { return tune_pool(problem, options); });
 }
 
 }  // namespace tunecnn

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <memory>
 
+#include "autotune/family_search.h"
+#include "autotune/reference_check.h"
 #include "core/init.h"
 #include "core/rng.h"
 #include "ops/softmax/plan.h"
@@ -69,7 +71,7 @@ class SoftmaxVerifier {
   }
 
   std::string check(const SoftmaxSolver& solver) const {
-    try {
+    return what_went_wrong([&] {
       Tensor grad = Tensor::full(problem_.logits_shape(), std::nan(""), problem_.dt).to(problem_.device);
       const double loss = solver.run(problem_, args_.logits, args_.labels, grad);
       grad = grad.to(Device::cpu);
@@ -84,9 +86,7 @@ class SoftmaxVerifier {
                    ", want " + std::to_string(reference_.grad[i]);
         return std::string();
       });
-    } catch (const Error& e) {
-      return std::string("it threw: ") + e.what();
-    }
+    });
   }
 
  private:
@@ -101,46 +101,55 @@ SoftmaxProblem verification_problem(const SoftmaxProblem& problem) {
   return p;
 }
 
-class SoftmaxSearch {
+// What the shared search scaffold (family_search.h) needs of softmax. Its candidates are checked
+// by SoftmaxVerifier, not reference_check.h: the reference is in double precision and the loss
+// is compared too.
+struct SoftmaxFamily {
+  using Problem = SoftmaxProblem;
+  using Solver = SoftmaxSolver;
+  using Args = SoftmaxArgs;
+  static constexpr const char* kWhat = "softmax";
+
+  // Logits are 2-D: every candidate runs in NCHW, the layout of plain row-major tensors, whatever
+  // options.layouts says.
+  static std::vector<Layout> layouts(const SoftmaxSolver&, const SoftmaxProblem&,
+                                     const TunerOptions&) {
+    return {Layout::NCHW};
+  }
+  static std::vector<TuneConfig> configs(const SoftmaxSolver&, const SoftmaxProblem&) {
+    return {TuneConfig{}};
+  }
+  // Drawn like the check's arguments: the labels must be valid classes.
+  static SoftmaxArgs timing_args(const SoftmaxProblem& p, std::uint64_t seed) {
+    Rng rng(seed);
+    return random_softmax_args(p, rng);
+  }
+  static SoftmaxArgs viewed_in_layout(const SoftmaxArgs& args, Layout) { return args; }
+  static void run_timed(const SoftmaxSolver& solver, const SoftmaxProblem& p, const TuneConfig&,
+                        SoftmaxArgs& args, std::size_t /*no workspace*/) {
+    solver.run(p, args.logits, args.labels, args.grad);
+  }
+};
+
+// One tune_softmax or retime_softmax_candidates call: the shared search, with softmax's check.
+class SoftmaxSearch : public FamilySearch<SoftmaxFamily> {
  public:
-  SoftmaxSearch(const SoftmaxProblem& problem, const TunerOptions& options)
-      : problem_(problem), options_(options), search_(problem.key(), "softmax", options) {
-    Rng rng(options.seed);
-    timing_args_ = random_softmax_args(problem_, rng);
-  }
-
-  void try_solvers(const std::vector<std::string>& only = {}) {
-    std::vector<SolverTrial> trials;
-    for (const SoftmaxSolver* solver : softmax_solvers(problem_.device)) {
-      const bool listed = only.empty() || std::find(only.begin(), only.end(), solver->name()) != only.end();
-      if (listed && solver->applicable(problem_, nullptr)) trials.push_back(trial(*solver));
-    }
-    search_.try_trials(trials);
-  }
-
-  CandidateSearch& search() { return search_; }
+  using FamilySearch::FamilySearch;
 
  private:
-  SolverTrial trial(const SoftmaxSolver& solver) {
-    SolverTrial t;
-    t.solver = std::string(solver.name());
-    t.layout = Layout::NCHW;
-    t.configs = {TuneConfig{}};
-    t.verify = [this, &solver](const TuneConfig&) {
-      if (!verifier_) verifier_ = std::make_unique<SoftmaxVerifier>(verification_problem(problem_), options_.seed);
-      return verifier_->check(solver);
-    };
-    t.run = [this, &solver](const TuneConfig&, std::size_t) {
-      solver.run(problem_, timing_args_.logits, timing_args_.labels, timing_args_.grad);
-    };
+  SolverTrial trial(const SoftmaxSolver& solver, Layout layout) override {
+    SolverTrial t = timed_trial(solver, layout);
+    t.verify = [this, &solver](const TuneConfig&) { return verifier().check(solver); };
     return t;
   }
 
-  SoftmaxProblem problem_;
-  const TunerOptions& options_;
-  CandidateSearch search_;
-  SoftmaxArgs timing_args_;
-  std::unique_ptr<SoftmaxVerifier> verifier_;
+  SoftmaxVerifier& verifier() {
+    if (!verifier_)
+      verifier_ = std::make_unique<SoftmaxVerifier>(verification_problem(problem_), options_.seed);
+    return *verifier_;
+  }
+
+  std::unique_ptr<SoftmaxVerifier> verifier_;  // built on first use
 };
 
 }  // namespace
@@ -148,24 +157,24 @@ class SoftmaxSearch {
 TuningEntry tune_softmax(const SoftmaxProblem& problem, const TunerOptions& options) {
   problem.validate();
   SoftmaxSearch search(problem, options);
-  search.try_solvers();
-  return search.search().entry();
+  search.try_solvers(softmax_solvers(problem.device));
+  return search.entry();
 }
 
 TuningEntry retime_softmax_candidates(const SoftmaxProblem& problem,
                                       const std::vector<CandidateResult>& shortlist,
                                       const TunerOptions& options) {
   problem.validate();
-  std::vector<std::string> names;
-  for (const CandidateResult& c : shortlist) names.push_back(c.solver);
   SoftmaxSearch search(problem, options);
-  if (!names.empty()) search.try_solvers(names);
-  if (!search.search().has_correct()) {
-    search.search().warn("softmax tuner: none of the " + std::to_string(shortlist.size()) +
-                         " candidates carried over for " + problem.key() + " runs here; tuning it fully");
-    return tune_softmax(problem, options);
-  }
-  return search.search().entry();
+  // The listed solvers in one pass, in the registry's order (each has a single config).
+  const auto listed = [&](const SoftmaxSolver& s) {
+    return std::any_of(shortlist.begin(), shortlist.end(),
+                       [&](const CandidateResult& c) { return c.solver == s.name(); });
+  };
+  if (!shortlist.empty())
+    search.try_solvers(solvers_where(softmax_solvers(problem.device), listed));
+  return search.entry_or_full_tune(shortlist.size(),
+                                   [&] { return tune_softmax(problem, options); });
 }
 
 }  // namespace tunecnn
