@@ -59,7 +59,7 @@ constexpr Direction kDirections[] = {Direction::fwd, Direction::bwd_data, Direct
 
 // ---- timing --------------------------------------------------------------------------------
 
-// The conv tuner's timing policy (time_calls in conv_tuner.h), in seconds.
+// The conv tuner's timing policy (time_calls, declared in candidate_search.h), in seconds.
 double median_seconds(const std::function<void()>& call, const TunerOptions& o) {
   return time_calls(call, o).median_ms / 1e3;
 }
