@@ -36,6 +36,11 @@ inline std::vector<Layout> allowed_layouts(const std::vector<Layout>& solver_lay
   return allowed;
 }
 
+// Whether `config` is one of `configs` (a solver's, for one problem).
+inline bool offered(const std::vector<TuneConfig>& configs, const TuneConfig& config) {
+  return std::find(configs.begin(), configs.end(), config) != configs.end();
+}
+
 // One tune_X or retime_X call's search. The family's traits (ConvFamily, PoolFamily,
 // SoftmaxFamily in the tuners' .cpp files) supply:
 //   Problem, Solver, Args                 the family's types
@@ -71,14 +76,16 @@ class FamilySearch : public CandidateSearch {
   }
 
   // Candidates named by an earlier entry (another device's), each alone, in the listed order:
-  // those whose solver `solvers` still has and that run the problem in their layout.
+  // those whose solver `solvers` still has and that run the problem in their layout with a config
+  // the solver offers (a cache file may hold any values; none is run unchecked).
   void try_listed(const std::vector<CandidateResult>& listed,
                   std::span<const Solver* const> solvers) {
     for (const CandidateResult& c : listed) {
       const auto named = std::find_if(solvers.begin(), solvers.end(),
                                       [&](const Solver* s) { return s->name() == c.solver; });
       if (named == solvers.end() || !(*named)->applicable(problem_, nullptr) ||
-          !contains_layout(Family::layouts(**named, problem_, options_), c.layout))
+          !contains_layout(Family::layouts(**named, problem_, options_), c.layout) ||
+          !offered(Family::configs(**named, problem_), c.config))
         continue;
       try_configs(trial(**named, c.layout), {c.config});
     }

@@ -89,6 +89,7 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
   ++stats_.keys;
   if (policy_ != TunePolicy::full) {
     if (const TuningEntry* entry = cache_.find(device_id_, key)) {
+      warn_unoffered_configs(*entry, subject);
       if (usable(*entry, subject)) {
         ++stats_.from_cache;
         return &remember(*entry);

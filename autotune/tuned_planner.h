@@ -166,6 +166,9 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
     std::string key;
     bool forcible = false;  // --force-solver names conv solvers only
     std::function<bool(const CandidateResult&)> runnable;  // its solver, layout and budget fit here
+    // Its config is one its solver offers for the problem: a cache entry edited by hand, or
+    // written by another version, may hold values the solver never runs with.
+    std::function<bool(const CandidateResult&)> offered;
     std::function<bool(const std::string&)> applies;       // the named solver takes the problem
     std::function<TuningEntry()> tune;
     std::function<TuningEntry(const std::vector<CandidateResult>&)> retime;
@@ -178,6 +181,7 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   bool forced(const std::string& solver) const;
   bool eligible(const TuningEntry& entry, const CandidateResult& c, const Subject& subject) const;
   bool usable(const TuningEntry& entry, const Subject& subject) const;
+  void warn_unoffered_configs(const TuningEntry& entry, const Subject& subject) const;
   const CandidateResult* best_in_layout(const TuningEntry& entry, const Subject& subject,
                                         Layout layout) const;
 

@@ -13,6 +13,13 @@
 #include "ops/softmax/registry.h"
 
 namespace tunecnn {
+namespace {
+
+bool offers(const std::vector<TuneConfig>& configs, const TuneConfig& config) {
+  return std::find(configs.begin(), configs.end(), config) != configs.end();
+}
+
+}  // namespace
 
 const ConvSolver* TunedPlanner::solver_named(const std::string& name, Device device) const {
   for (const ConvSolver* s : options_.solvers)
@@ -24,11 +31,15 @@ TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) con
   Subject subject;
   subject.key = problem.key();
   subject.forcible = true;
-  subject.runnable = [this, problem](const CandidateResult& c) {
+  subject.offered = [this, problem](const CandidateResult& c) {
+    const ConvSolver* solver = solver_named(c.solver, problem.device);
+    return solver != nullptr && offers(solver->configs(problem), c.config);
+  };
+  subject.runnable = [this, problem, offered = subject.offered](const CandidateResult& c) {
     const ConvSolver* solver = solver_named(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
            solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-           solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
+           offered(c) && solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
   };
   subject.applies = [this, problem](const std::string& name) {
     const ConvSolver* solver = solver_named(name, problem.device);
@@ -44,10 +55,15 @@ TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) con
 TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) const {
   Subject subject;
   subject.key = problem.key();
-  subject.runnable = [this, problem](const CandidateResult& c) {
+  subject.offered = [problem](const CandidateResult& c) {
+    const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
+    return solver != nullptr && offers(solver->configs(problem), c.config);
+  };
+  subject.runnable = [this, problem, offered = subject.offered](const CandidateResult& c) {
     const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
-           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout);
+           solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
+           offered(c);
   };
   subject.applies = [problem](const std::string& name) {
     const PoolSolver* solver = find_pool_solver(name, problem.device);
@@ -63,9 +79,11 @@ TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) con
 TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& problem) const {
   Subject subject;
   subject.key = problem.key();
+  // Softmax solvers have no tunables.
+  subject.offered = [](const CandidateResult& c) { return c.config.values.empty(); };
   subject.runnable = [problem](const CandidateResult& c) {
     const SoftmaxSolver* solver = find_softmax_solver(c.solver, problem.device);
-    return solver != nullptr && solver->applicable(problem, nullptr);
+    return solver != nullptr && solver->applicable(problem, nullptr) && c.config.values.empty();
   };
   subject.applies = [problem](const std::string& name) {
     const SoftmaxSolver* solver = find_softmax_solver(name, problem.device);
@@ -76,6 +94,18 @@ TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& proble
     return retime_softmax_candidates(problem, shortlist, options_);
   };
   return subject;
+}
+
+// Says which correct candidates of a cached entry hold a config their solver does not offer, so
+// the user learns why a cached entry is ignored (runnable() leaves them out).
+void TunedPlanner::warn_unoffered_configs(const TuningEntry& entry, const Subject& subject) const {
+  for (const CandidateResult& c : entry.candidates) {
+    if (!c.correct || !subject.applies(c.solver) || subject.offered(c)) continue;
+    const std::string file = cache_path_.empty() ? "(in memory)" : cache_path_.string();
+    warn("tuning cache " + file + ": entry " + entry.key + ": " + c.solver + " [" + c.config.str() +
+         "] is not a config that solver offers for this problem (edited by hand, or written by "
+         "another version); ignored");
+  }
 }
 
 bool TunedPlanner::forced(const std::string& solver) const {

@@ -146,6 +146,71 @@ TEST(TunedPlanner, EntryWhoseSolverNoLongerAppliesIsRetunedWithWarning) {
   EXPECT_NE(load_tuning_cache(file).cache.find("cpu-test", stale.key)->solver, "winograd_f2x3");
 }
 
+// A cached candidate whose config its solver never offers (an edited file, another version) is
+// named in a warning and not run: here the entry's only candidate, so the key is tuned again.
+TEST(TunedPlanner, CachedConfigTheSolverDoesNotOfferIsIgnoredWithWarning) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  const ConvProblem fwd = k5x5.with_dir(Direction::fwd);
+  CandidateResult edited;
+  edited.solver = "im2col_gemm";
+  edited.config = TuneConfig{{{"chunk", -7}}};
+  edited.layout = Layout::NCHW;
+  edited.correct = true;
+  edited.runs = 3;
+  edited.median_ms = 0.001;
+  TuningEntry entry;
+  entry.key = fwd.key();
+  entry.solver = edited.solver;
+  entry.config = edited.config;
+  entry.candidates = {edited};
+  update_tuning_cache_file(file, [&](TuningCache& c) { c.put("cpu-test", {{"model", "x"}}, entry); });
+  Harness h;
+  auto p = h.planner(TunePolicy::cached, file);
+  const ConvLayerPlan plan = p->plan(k5x5);
+  EXPECT_NE(plan.fwd.config.get("chunk", 0), -7);
+  EXPECT_EQ(p->stats().profiled, 3);
+  ASSERT_FALSE(h.warnings.empty());
+  const std::string& warning = h.warnings.front();
+  for (const std::string& part : {file.string(), fwd.key(), std::string("im2col_gemm [chunk=-7]"),
+                                  std::string("not a config that solver offers")})
+    EXPECT_NE(warning.find(part), std::string::npos) << part << " in: " << warning;
+}
+
+// Under verify, another device's candidate whose config its solver does not offer is not run:
+// nothing carried over runs, so the key is tuned in full, with the tuner's warning.
+TEST(TunedPlanner, VerifyDoesNotRunAForeignConfigTheSolverDoesNotOffer) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "tuning.yaml";
+  const ConvProblem fwd = k5x5.with_dir(Direction::fwd);
+  CandidateResult edited;
+  edited.solver = "im2col_gemm";
+  edited.config = TuneConfig{{{"chunk", -7}}};
+  edited.runs = 3;
+  edited.median_ms = 0.001;
+  TuningEntry entry;
+  entry.key = fwd.key();
+  entry.solver = edited.solver;
+  entry.config = edited.config;
+  entry.candidates = {edited};
+  update_tuning_cache_file(file, [&](TuningCache& c) {
+    c.put("cpu-other", {{"model", "cpu-other"}}, entry);
+  });
+  Harness h;
+  auto p = h.planner(TunePolicy::verify, file, "cpu-here");
+  const ConvLayerPlan plan = p->plan(k5x5);
+  EXPECT_NE(plan.fwd.config.get("chunk", 0), -7);
+  const TuningCache after = load_tuning_cache(file).cache;
+  const TuningEntry* mine = after.find("cpu-here", fwd.key());
+  ASSERT_NE(mine, nullptr);
+  for (const CandidateResult& c : mine->candidates)
+    EXPECT_NE(c.config.get("chunk", 0), -7) << c.solver;
+  const bool warned = std::any_of(h.warnings.begin(), h.warnings.end(), [](const std::string& w) {
+    return w.find("none of the 1 candidates carried over") != std::string::npos;
+  });
+  EXPECT_TRUE(warned);
+}
+
 TEST(TunedPlanner, WrittenCacheRoundTrips) {
   testing::TempDir dir;
   const auto file = dir.path() / "tuning.yaml";
