@@ -36,11 +36,6 @@ inline std::vector<Layout> allowed_layouts(const std::vector<Layout>& solver_lay
   return allowed;
 }
 
-// Whether `config` is one of `configs` (a solver's, for one problem).
-inline bool offered(const std::vector<TuneConfig>& configs, const TuneConfig& config) {
-  return std::find(configs.begin(), configs.end(), config) != configs.end();
-}
-
 // One tune_X or retime_X call's search. The family's traits (ConvFamily, PoolFamily,
 // SoftmaxFamily in the tuners' .cpp files) supply:
 //   Problem, Solver, Args                 the family's types
@@ -85,7 +80,7 @@ class FamilySearch : public CandidateSearch {
                                       [&](const Solver* s) { return s->name() == c.solver; });
       if (named == solvers.end() || !(*named)->applicable(problem_, nullptr) ||
           !contains_layout(Family::layouts(**named, problem_, options_), c.layout) ||
-          !offered(Family::configs(**named, problem_), c.config))
+          !contains_config(Family::configs(**named, problem_), c.config))
         continue;
       try_configs(trial(**named, c.layout), {c.config});
     }

@@ -38,6 +38,10 @@ std::string_view to_string(TunePolicy policy) {
   return "?";
 }
 
+std::string TunedPlanner::cache_label() const {
+  return cache_path_.empty() ? "(in memory)" : cache_path_.string();
+}
+
 void TunedPlanner::warn(const std::string& message) const {
   if (options_.warn)
     options_.warn(message);
@@ -94,7 +98,7 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
         ++stats_.from_cache;
         return &remember(*entry);
       }
-      warn("tuning cache " + (cache_path_.empty() ? "(in memory)" : cache_path_.string()) + ": no candidate of the entry for " + key +
+      warn("tuning cache " + cache_label() + ": no candidate of the entry for " + key +
            " runs here any more (solver gone, not applicable, or over --max-workspace)" +
            (policy_ == TunePolicy::off ? "; deciding it from the thresholds" : "; re-tuning it"));
     }

@@ -193,6 +193,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   bool would_profile(const Subject& subject) const;
   const TuningEntry& remember(TuningEntry entry);
   void warn(const std::string& message) const;
+  // The cache file's path for messages, or "(in memory)".
+  std::string cache_label() const;
 
   // ---- writing to the cache (tuned_planner_storage.cpp) -----------------------------------------
 

@@ -13,13 +13,6 @@
 #include "ops/softmax/registry.h"
 
 namespace tunecnn {
-namespace {
-
-bool offers(const std::vector<TuneConfig>& configs, const TuneConfig& config) {
-  return std::find(configs.begin(), configs.end(), config) != configs.end();
-}
-
-}  // namespace
 
 const ConvSolver* TunedPlanner::solver_named(const std::string& name, Device device) const {
   for (const ConvSolver* s : options_.solvers)
@@ -33,13 +26,14 @@ TunedPlanner::Subject TunedPlanner::conv_subject(const ConvProblem& problem) con
   subject.forcible = true;
   subject.offered = [this, problem](const CandidateResult& c) {
     const ConvSolver* solver = solver_named(c.solver, problem.device);
-    return solver != nullptr && offers(solver->configs(problem), c.config);
+    return solver != nullptr && contains_config(solver->configs(problem), c.config);
   };
-  subject.runnable = [this, problem, offered = subject.offered](const CandidateResult& c) {
+  subject.runnable = [this, problem](const CandidateResult& c) {
     const ConvSolver* solver = solver_named(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
            solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-           offered(c) && solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
+           contains_config(solver->configs(problem), c.config) &&
+           solver->workspace_bytes(problem, c.config) <= options_.max_workspace_bytes;
   };
   subject.applies = [this, problem](const std::string& name) {
     const ConvSolver* solver = solver_named(name, problem.device);
@@ -57,13 +51,13 @@ TunedPlanner::Subject TunedPlanner::pool_subject(const PoolProblem& problem) con
   subject.key = problem.key();
   subject.offered = [problem](const CandidateResult& c) {
     const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
-    return solver != nullptr && offers(solver->configs(problem), c.config);
+    return solver != nullptr && contains_config(solver->configs(problem), c.config);
   };
-  subject.runnable = [this, problem, offered = subject.offered](const CandidateResult& c) {
+  subject.runnable = [this, problem](const CandidateResult& c) {
     const PoolSolver* solver = find_pool_solver(c.solver, problem.device);
     return solver != nullptr && contains_layout(options_.layouts, c.layout) &&
            solver->applicable(problem, nullptr) && contains_layout(solver->layouts(problem), c.layout) &&
-           offered(c);
+           contains_config(solver->configs(problem), c.config);
   };
   subject.applies = [problem](const std::string& name) {
     const PoolSolver* solver = find_pool_solver(name, problem.device);
@@ -101,10 +95,9 @@ TunedPlanner::Subject TunedPlanner::softmax_subject(const SoftmaxProblem& proble
 void TunedPlanner::warn_unoffered_configs(const TuningEntry& entry, const Subject& subject) const {
   for (const CandidateResult& c : entry.candidates) {
     if (!c.correct || !subject.applies(c.solver) || subject.offered(c)) continue;
-    const std::string file = cache_path_.empty() ? "(in memory)" : cache_path_.string();
-    warn("tuning cache " + file + ": entry " + entry.key + ": " + c.solver + " [" + c.config.str() +
-         "] is not a config that solver offers for this problem (edited by hand, or written by "
-         "another version); ignored");
+    warn("tuning cache " + cache_label() + ": entry " + entry.key + ": " + c.solver + " [" +
+         c.config.str() + "] is not a config that solver offers for this problem (edited by "
+         "hand, or written by another version); ignored");
   }
 }
 

@@ -21,6 +21,13 @@ struct TuneConfig {
   bool operator==(const TuneConfig&) const = default;
 };
 
+// Whether `config` is one of `configs` (what a solver offers for one problem).
+inline bool contains_config(const std::vector<TuneConfig>& configs, const TuneConfig& config) {
+  for (const TuneConfig& offered : configs)
+    if (offered == config) return true;
+  return false;
+}
+
 // Fills `why` (when non-null) and returns false: the guard-clause idiom of applicable().
 inline bool reject(std::string* why, std::string reason) {
   if (why != nullptr) *why = std::move(reason);

@@ -146,24 +146,29 @@ TEST(TunedPlanner, EntryWhoseSolverNoLongerAppliesIsRetunedWithWarning) {
   EXPECT_NE(load_tuning_cache(file).cache.find("cpu-test", stale.key)->solver, "winograd_f2x3");
 }
 
+// An entry for `problem` whose one candidate, correct and timed, is im2col_gemm with chunk=-7:
+// a config im2col_gemm never offers.
+TuningEntry entry_with_unoffered_config(const ConvProblem& problem) {
+  CandidateResult edited;
+  edited.solver = "im2col_gemm";
+  edited.config = TuneConfig{{{"chunk", -7}}};
+  edited.runs = 3;
+  edited.median_ms = 0.001;
+  TuningEntry entry;
+  entry.key = problem.key();
+  entry.solver = edited.solver;
+  entry.config = edited.config;
+  entry.candidates = {edited};
+  return entry;
+}
+
 // A cached candidate whose config its solver never offers (an edited file, another version) is
 // named in a warning and not run: here the entry's only candidate, so the key is tuned again.
 TEST(TunedPlanner, CachedConfigTheSolverDoesNotOfferIsIgnoredWithWarning) {
   testing::TempDir dir;
   const auto file = dir.path() / "tuning.yaml";
   const ConvProblem fwd = k5x5.with_dir(Direction::fwd);
-  CandidateResult edited;
-  edited.solver = "im2col_gemm";
-  edited.config = TuneConfig{{{"chunk", -7}}};
-  edited.layout = Layout::NCHW;
-  edited.correct = true;
-  edited.runs = 3;
-  edited.median_ms = 0.001;
-  TuningEntry entry;
-  entry.key = fwd.key();
-  entry.solver = edited.solver;
-  entry.config = edited.config;
-  entry.candidates = {edited};
+  const TuningEntry entry = entry_with_unoffered_config(fwd);
   update_tuning_cache_file(file, [&](TuningCache& c) { c.put("cpu-test", {{"model", "x"}}, entry); });
   Harness h;
   auto p = h.planner(TunePolicy::cached, file);
@@ -183,16 +188,7 @@ TEST(TunedPlanner, VerifyDoesNotRunAForeignConfigTheSolverDoesNotOffer) {
   testing::TempDir dir;
   const auto file = dir.path() / "tuning.yaml";
   const ConvProblem fwd = k5x5.with_dir(Direction::fwd);
-  CandidateResult edited;
-  edited.solver = "im2col_gemm";
-  edited.config = TuneConfig{{{"chunk", -7}}};
-  edited.runs = 3;
-  edited.median_ms = 0.001;
-  TuningEntry entry;
-  entry.key = fwd.key();
-  entry.solver = edited.solver;
-  entry.config = edited.config;
-  entry.candidates = {edited};
+  const TuningEntry entry = entry_with_unoffered_config(fwd);
   update_tuning_cache_file(file, [&](TuningCache& c) {
     c.put("cpu-other", {{"model", "cpu-other"}}, entry);
   });

@@ -189,16 +189,6 @@ Plane fwd_plane(const ConvProblem& p) {
   return {p.ih, p.iw, p.oh(), p.ow(), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw};
 }
 
-template <class T>
-void nchw_fwd(const ConvProblem& p, const T* src, const T* wt, T* dst) {
-  const PlaneMap m(fwd_plane(p));
-  const PlaneKernel<T> kernel = plane_kernel<T>(m.g);
-  tbb::parallel_for(0, p.mb * p.ic, [&](int task) {
-    kernel(m, src + task * plane_size(p.ih, p.iw), Taps<T>{wt + task % p.ic, p.ic},
-           dst + task * plane_size(p.oh(), p.ow()));
-  });
-}
-
 // bwd_data for strides above 1 (or padding beyond the kernel): a gather, each task owning its
 // diff_src plane. Every dO row is zero-stuffed to stride sw and padded by kw - 1 - pw, so that
 // input row iy is a plain stride-1 correlation of the dO rows that reach it with the flipped
@@ -270,40 +260,6 @@ void stuffed_row_any(const std::vector<std::pair<int, int>>& taps, const T* rows
       for (int ix = 0; ix < n; ++ix) out[ix] += wv * row[ix + kw - 1 - kj];
     }
   }
-}
-
-template <class T>
-void nchw_bwd_data(const ConvProblem& p, const T* diff_dst, const T* wt, T* diff_src) {
-  const int taps = p.kh * p.kw;
-  const std::ptrdiff_t in_plane = plane_size(p.ih, p.iw), out_plane = plane_size(p.oh(), p.ow());
-  if (p.sh == 1 && p.sw == 1 && p.ph < p.kh && p.pw < p.kw) {
-    const PlaneMap m(
-        Plane{p.oh(), p.ow(), p.ih, p.iw, p.kh, p.kw, 1, 1, p.kh - 1 - p.ph, p.kw - 1 - p.pw});
-    const PlaneKernel<T> kernel = plane_kernel<T>(m.g);
-    tbb::parallel_for(0, p.mb * p.ic, [&](int task) {
-      const Taps<T> flipped{wt + static_cast<std::ptrdiff_t>(taps - 1) * p.ic + task % p.ic, -p.ic};
-      kernel(m, diff_dst + task * out_plane, flipped, diff_src + task * in_plane);
-    });
-    return;
-  }
-  const StuffedRows s(p);
-  const bool unrolled = (p.kw == 3 && p.kh <= 5) || (p.kw == 5 && p.kh <= 5);
-  tbb::parallel_for(tbb::blocked_range<int>(0, p.mb * p.ic), [&](const tbb::blocked_range<int>& r) {
-    std::vector<T> rows(static_cast<std::size_t>(p.oh()) * s.width);
-    for (int task = r.begin(); task < r.end(); ++task) {
-      const Taps<T> w{wt + task % p.ic, p.ic};
-      s.stuff(p, diff_dst + task * out_plane, rows.data());
-      for (int iy = 0; iy < p.ih; ++iy) {
-        T* out = diff_src + task * in_plane + static_cast<std::ptrdiff_t>(iy) * p.iw;
-        if (!unrolled)
-          stuffed_row_any(s.taps[iy], rows.data(), s.width, p.kw, w, out, p.iw);
-        else if (p.kw == 3)
-          stuffed_row<T, 3>(s.taps[iy], rows.data(), s.width, w, out, p.iw);
-        else
-          stuffed_row<T, 5>(s.taps[iy], rows.data(), s.width, w, out, p.iw);
-      }
-    }
-  });
 }
 
 // acc[t] += d * the input tap t of output (y, x) reads, over its valid taps.
@@ -439,12 +395,46 @@ namespace depthwise {
 
 template <class T>
 void nchw_forward(const ConvProblem& p, const T* src, const T* wt, T* dst) {
-  nchw_fwd(p, src, wt, dst);
+  const PlaneMap m(fwd_plane(p));
+  const PlaneKernel<T> kernel = plane_kernel<T>(m.g);
+  tbb::parallel_for(0, p.mb * p.ic, [&](int task) {
+    kernel(m, src + task * plane_size(p.ih, p.iw), Taps<T>{wt + task % p.ic, p.ic},
+           dst + task * plane_size(p.oh(), p.ow()));
+  });
 }
 
 template <class T>
 void nchw_backward_data(const ConvProblem& p, const T* diff_dst, const T* wt, T* diff_src) {
-  nchw_bwd_data(p, diff_dst, wt, diff_src);
+  const int taps = p.kh * p.kw;
+  const std::ptrdiff_t in_plane = plane_size(p.ih, p.iw), out_plane = plane_size(p.oh(), p.ow());
+  if (p.sh == 1 && p.sw == 1 && p.ph < p.kh && p.pw < p.kw) {
+    const PlaneMap m(
+        Plane{p.oh(), p.ow(), p.ih, p.iw, p.kh, p.kw, 1, 1, p.kh - 1 - p.ph, p.kw - 1 - p.pw});
+    const PlaneKernel<T> kernel = plane_kernel<T>(m.g);
+    tbb::parallel_for(0, p.mb * p.ic, [&](int task) {
+      const Taps<T> flipped{wt + static_cast<std::ptrdiff_t>(taps - 1) * p.ic + task % p.ic, -p.ic};
+      kernel(m, diff_dst + task * out_plane, flipped, diff_src + task * in_plane);
+    });
+    return;
+  }
+  const StuffedRows s(p);
+  const bool unrolled = (p.kw == 3 && p.kh <= 5) || (p.kw == 5 && p.kh <= 5);
+  tbb::parallel_for(tbb::blocked_range<int>(0, p.mb * p.ic), [&](const tbb::blocked_range<int>& r) {
+    std::vector<T> rows(static_cast<std::size_t>(p.oh()) * s.width);
+    for (int task = r.begin(); task < r.end(); ++task) {
+      const Taps<T> w{wt + task % p.ic, p.ic};
+      s.stuff(p, diff_dst + task * out_plane, rows.data());
+      for (int iy = 0; iy < p.ih; ++iy) {
+        T* out = diff_src + task * in_plane + static_cast<std::ptrdiff_t>(iy) * p.iw;
+        if (!unrolled)
+          stuffed_row_any(s.taps[iy], rows.data(), s.width, p.kw, w, out, p.iw);
+        else if (p.kw == 3)
+          stuffed_row<T, 3>(s.taps[iy], rows.data(), s.width, w, out, p.iw);
+        else
+          stuffed_row<T, 5>(s.taps[iy], rows.data(), s.width, w, out, p.iw);
+      }
+    }
+  });
 }
 
 template <class T>

@@ -135,22 +135,6 @@ void nhwc_gather(const AxisTaps& rows, const AxisTaps& cols, int images, int cha
   });
 }
 
-template <class T>
-void nhwc_fwd(const ConvProblem& p, const T* src, const T* wt, T* dst) {
-  const std::ptrdiff_t C = p.ic;
-  nhwc_gather(fwd_axis(p.ih, p.oh(), p.kh, p.sh, p.ph, p.kw * C, p.iw * C),
-              fwd_axis(p.iw, p.ow(), p.kw, p.sw, p.pw, C, C), p.mb, p.ic, src,
-              plane_size(p.ih, p.iw) * C, wt, dst);
-}
-
-template <class T>
-void nhwc_bwd_data(const ConvProblem& p, const T* diff_dst, const T* wt, T* diff_src) {
-  const std::ptrdiff_t C = p.ic;
-  nhwc_gather(bwd_axis(p.ih, p.oh(), p.kh, p.sh, p.ph, p.kw * C, p.ow() * C),
-              bwd_axis(p.iw, p.ow(), p.kw, p.sw, p.pw, C, C), p.mb, p.ic, diff_dst,
-              plane_size(p.oh(), p.ow()) * C, wt, diff_src);
-}
-
 // Channels [c, c + W) over rows [r.lo, r.hi): the kh x kw gradient vectors stay in registers;
 // interior pixels run every tap unguarded.
 template <class T, int W, int KH, int KW>
@@ -236,12 +220,18 @@ namespace depthwise {
 
 template <class T>
 void nhwc_forward(const ConvProblem& p, const T* src, const T* wt, T* dst) {
-  nhwc_fwd(p, src, wt, dst);
+  const std::ptrdiff_t C = p.ic;
+  nhwc_gather(fwd_axis(p.ih, p.oh(), p.kh, p.sh, p.ph, p.kw * C, p.iw * C),
+              fwd_axis(p.iw, p.ow(), p.kw, p.sw, p.pw, C, C), p.mb, p.ic, src,
+              plane_size(p.ih, p.iw) * C, wt, dst);
 }
 
 template <class T>
 void nhwc_backward_data(const ConvProblem& p, const T* diff_dst, const T* wt, T* diff_src) {
-  nhwc_bwd_data(p, diff_dst, wt, diff_src);
+  const std::ptrdiff_t C = p.ic;
+  nhwc_gather(bwd_axis(p.ih, p.oh(), p.kh, p.sh, p.ph, p.kw * C, p.ow() * C),
+              bwd_axis(p.iw, p.ow(), p.kw, p.sw, p.pw, C, C), p.mb, p.ic, diff_dst,
+              plane_size(p.oh(), p.ow()) * C, wt, diff_src);
 }
 
 template <class T>
