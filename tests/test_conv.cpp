@@ -119,6 +119,9 @@ TEST(ConvRegistry, OrderAndLookup) {
   EXPECT_EQ(solver_names(),
             (std::vector<std::string>{"im2col_gemm", "mec", "pointwise_gemm", "winograd_f2x3", "direct_chwn",
                                       "depthwise_direct", "diagonal", "channel_by_channel",
+#ifdef TUNECNN_HAVE_ONEDNN
+                                      "onednn_nchw", "onednn_nhwc",
+#endif
                                       "direct"}));
   EXPECT_EQ(cpu_conv_solvers().back(), &direct_conv_solver());
   EXPECT_EQ(find_conv_solver("direct"), &direct_conv_solver());

@@ -115,6 +115,13 @@ TEST_P(ConvWorkspaceTest, PeakIncreaseIsWorkspaceBytes) {
   }
 }
 
+// oneDNN books its scratchpad for the most threads a call may use and pads each buffer to its
+// own alignment; how much of it a call writes depends on how the work splits. Its workspace is
+// checked for writes past the end only; ours must also have no unused tail beyond the padding.
+bool books_an_upper_bound(const ConvSolver& solver) {
+  return solver.name().starts_with("onednn");
+}
+
 TEST_P(ConvWorkspaceTest, UsesExactlyItsWorkspace) {
   const SolverCase& c = GetParam();
   const ConvProblem p = c.problem();
@@ -123,16 +130,20 @@ TEST_P(ConvWorkspaceTest, UsesExactlyItsWorkspace) {
     const std::size_t bytes = c.solver->workspace_bytes(p, config);
     constexpr std::size_t kGuard = 256;
     constexpr unsigned char kSentinel = 0xA5;
-    std::vector<unsigned char> buffer(bytes + kGuard, kSentinel);
-    c.solver->run(p, config, args, Workspace{bytes ? buffer.data() : nullptr, bytes});
-    for (std::size_t i = bytes; i < buffer.size(); ++i)
-      ASSERT_EQ(buffer[i], kSentinel) << "wrote past its workspace at byte " << i << " ["
-                                      << config.str() << "] " << p.key();
+    // The workspace starts on a cache line, as the allocator gives it.
+    std::vector<unsigned char> buffer(kWorkspaceAlignment + bytes + kGuard, kSentinel);
+    const std::size_t start = kWorkspaceAlignment - reinterpret_cast<std::uintptr_t>(buffer.data()) % kWorkspaceAlignment;
+    unsigned char* workspace = buffer.data() + start;
+    c.solver->run(p, config, args, Workspace{bytes ? workspace : nullptr, bytes});
+    for (std::size_t i = bytes; i < bytes + kGuard; ++i)
+      ASSERT_EQ(workspace[i], kSentinel) << "wrote past its workspace at byte " << i << " ["
+                                         << config.str() << "] " << p.key();
+    if (books_an_upper_bound(*c.solver)) continue;
     std::size_t used = bytes;
-    while (used > 0 && buffer[used - 1] == kSentinel) --used;
+    while (used > 0 && workspace[used - 1] == kSentinel) --used;
     // Slices are padded to a cache line; more unused tail than that means an overestimate.
-    EXPECT_LT(bytes - used, 64u) << "workspace_bytes " << bytes << " but used " << used << " ["
-                                 << config.str() << "] " << p.key();
+    EXPECT_LT(bytes - used, kWorkspaceAlignment)
+        << "workspace_bytes " << bytes << " but used " << used << " [" << config.str() << "] " << p.key();
   }
 }
 

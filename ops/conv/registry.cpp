@@ -9,6 +9,9 @@
 #include "ops/conv/direct_chwn.h"
 #include "ops/conv/im2col_gemm.h"
 #include "ops/conv/mec.h"
+#ifdef TUNECNN_HAVE_ONEDNN
+#include "ops/conv/onednn.h"
+#endif
 #include "ops/conv/pointwise_gemm.h"
 #include "ops/conv/winograd_f2x3.h"
 
@@ -24,14 +27,23 @@ const DepthwiseDirectSolver kDepthwiseDirect;
 const DiagonalSolver kDiagonal;
 const ChannelByChannelSolver kChannelByChannel;
 const DirectConvSolver kDirect;
+#ifdef TUNECNN_HAVE_ONEDNN
+const OneDnnSolver kOneDnnNchw(Layout::NCHW);
+const OneDnnSolver kOneDnnNhwc(Layout::NHWC);
+#endif
 
 // Preference order when nothing has been tuned; the reference comes last as the fallback. The
 // depthwise solvers take only depthwise problems (which im2col_gemm leaves to channel_by_channel);
 // the direct kernel, fastest on the CPU, comes first of them. pointwise_gemm runs only NHWC and
-// CHWN, so it is never the NCHW default.
+// CHWN, so it is never the NCHW default. oneDNN's solvers (when built with it) are for the tuner to
+// time; they come after ours so that the untuned plan does not change with the build.
 const auto kCpuSolvers = std::to_array<const ConvSolver*>({
     &kIm2colGemm,      &kMec,      &kPointwiseGemm,    &kWinogradF2x3, &kDirectChwn,
-    &kDepthwiseDirect, &kDiagonal, &kChannelByChannel, &kDirect});
+    &kDepthwiseDirect, &kDiagonal, &kChannelByChannel,
+#ifdef TUNECNN_HAVE_ONEDNN
+    &kOneDnnNchw,      &kOneDnnNhwc,
+#endif
+    &kDirect});
 
 }  // namespace
 

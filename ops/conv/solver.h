@@ -20,7 +20,8 @@ struct ConvArgs {
   Tensor src, wei, dst, diff_src, diff_wei, diff_dst;
 };
 
-// Scratch memory the caller allocates: exactly workspace_bytes() of it.
+// Scratch memory the caller allocates: exactly workspace_bytes() of it, starting on a cache line
+// (kWorkspaceAlignment), as the allocator gives it.
 struct Workspace {
   void* data = nullptr;
   std::size_t bytes = 0;

@@ -1,0 +1,19 @@
+# TUNECNN_ONEDNN=AUTO adds oneDNN's convolution as CPU conv solvers (ops/conv/onednn*.cpp) when
+# oneDNN is found (Debian: libdnnl-dev); without it everything builds with our own solvers only.
+set(TUNECNN_ONEDNN AUTO CACHE STRING "Add oneDNN's primitives as CPU solvers: AUTO (when oneDNN is found), ON or OFF")
+set_property(CACHE TUNECNN_ONEDNN PROPERTY STRINGS AUTO ON OFF)
+set(TUNECNN_HAVE_ONEDNN OFF)
+if(NOT TUNECNN_ONEDNN STREQUAL "OFF")
+  if(TUNECNN_ONEDNN STREQUAL "ON")
+    find_package(dnnl CONFIG REQUIRED)
+  else()
+    find_package(dnnl CONFIG QUIET)
+  endif()
+  if(dnnl_FOUND)
+    # Debian's oneDNN runs on OpenMP: the solver sets OpenMP's thread count to TBB's before each
+    # call, so the two pools take turns on the same cores instead of oversubscribing them.
+    find_package(OpenMP REQUIRED COMPONENTS CXX)
+    set(TUNECNN_HAVE_ONEDNN ON)
+  endif()
+endif()
+message(STATUS "tunecnn: oneDNN CPU solvers ${TUNECNN_HAVE_ONEDNN}")
