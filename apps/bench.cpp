@@ -6,7 +6,8 @@
 // autotuner's targets on a model (apps/bench/plan_bench.h). `bench layout`, `bench pool` and
 // `bench softmax` measure the memory-bound ops of Li et al. (PAPERS.md section 2); `bench
 // depthwise` the depthwise methods of Qin et al. (section 3) on MobileNet; `bench data` the input
-// pipeline alone (apps/bench/data_bench.h).
+// pipeline alone (apps/bench/data_bench.h). `bench threads` how oneDNN's OpenMP and our TBB
+// share the cores (apps/bench/threads_bench.h).
 #include <iostream>
 #include <string>
 
@@ -18,8 +19,10 @@
 #include "apps/bench/pool_bench.h"
 #include "apps/bench/scaling_bench.h"
 #include "apps/bench/softmax_bench.h"
+#include "apps/bench/threads_bench.h"
 #include "apps/bench/train_bench.h"
 #include "apps/common/cli.h"
+#include "apps/common/openmp_wait.h"
 #include "core/error.h"
 
 namespace {
@@ -42,13 +45,16 @@ void usage() {
                "  data    the input pipeline alone: images/s a DataLoader serves for train --data "
                "(bench data --help)\n"
                "  scaling data-parallel scaling: bench train under mpirun with 1, 2, ... processes, "
-               "images/s, speedup and efficiency (bench scaling --help)\n\n"
+               "images/s, speedup and efficiency (bench scaling --help)\n"
+               "  threads oneDNN's OpenMP team and our TBB pool on the same cores: each solver alone "
+               "and alternating (bench threads --help)\n\n"
                "Exit status: 0 done, 1 error, 2 bad command line.\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  tunecnn::use_passive_openmp_threads(argv);
   try {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "train") return tunecnn::bench_train(argc - 1, argv + 1);
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     if (command == "depthwise") return tunecnn::bench_depthwise(argc - 1, argv + 1);
     if (command == "data") return tunecnn::bench_data(argc - 1, argv + 1);
     if (command == "scaling") return tunecnn::bench_scaling(argc - 1, argv + 1);
+    if (command == "threads") return tunecnn::bench_threads(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";

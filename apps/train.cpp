@@ -4,6 +4,7 @@
 #include <string>
 
 #include "apps/common/cli.h"
+#include "apps/common/openmp_wait.h"
 #include "apps/training/data_sources.h"
 #include "apps/training/trainer.h"
 #include "autotune/tuned_planner.h"
@@ -163,6 +164,7 @@ tunecnn::TrainOptions checked_options(const tunecnn::CommandLine& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tunecnn::use_passive_openmp_threads(argv);
   std::shared_ptr<tunecnn::Communicator> comm;
   try {
     tunecnn::CommandLine cli = make_command_line();

@@ -2,9 +2,12 @@
 // mark, the CSV, the PyTorch line protocol and the MEC paper's lowered-matrix formulas.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
 #include "apps/bench/conv_results.h"
+#include "apps/bench/conv_vendor_report.h"
 #include "apps/bench/pytorch_worker.h"
 #include "core/error.h"
 
@@ -103,6 +106,27 @@ TEST(BenchConvResults, FastestPerLayerAndDirection) {
   EXPECT_TRUE(rows[3].fastest);
   EXPECT_EQ(fastest_row(rows, "cv1", Direction::fwd), &rows[1]);
   EXPECT_EQ(fastest_row(rows, "cv1", Direction::bwd_weights), nullptr);
+}
+
+// Our fastest against oneDNN's fastest, per layer and direction, and the total where both ran.
+TEST(BenchConvResults, OursAgainstOneDnnTakesEachSidesFastest) {
+  std::vector<ConvBenchRow> rows = {row("cv1", "mec", Direction::fwd, 4.0), row("cv1", "im2col_gemm", Direction::fwd, 2.0),
+                                    row("cv1", "onednn_nchw", Direction::fwd, 3.0),
+                                    row("cv1", "onednn_nhwc", Direction::fwd, 1.0),
+                                    row("cv2", "mec", Direction::fwd, 5.0)};
+  rows[3].config = "blocked=0,winograd=0,impl=1 (jit:avx2)";
+  std::ostringstream out;
+  print_onednn_comparison(out, rows, {{"test", "cv1", {}}, {"test", "cv2", {}}}, {Direction::fwd});
+  const std::string text = out.str();
+  EXPECT_NE(text.find("cv1      fwd         im2col_gemm"), std::string::npos) << text;
+  EXPECT_NE(text.find("onednn_nhwc blocked=0,winograd=0,impl=1 (jit:avx2)"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 0.50\n"), std::string::npos) << text;  // oneDNN's 1 ms over our 2
+  EXPECT_NE(text.find("cv2      fwd         mec"), std::string::npos) << text;
+  EXPECT_NE(text.find("total over the 1 layer x direction pairs both ran: ours 2.000 ms, oneDNN 1.000 ms, ratio 0.50"),
+            std::string::npos) << text;
+  std::ostringstream none;
+  print_onednn_comparison(none, {row("cv1", "mec", Direction::fwd, 4.0)}, {{"test", "cv1", {}}}, {Direction::fwd});
+  EXPECT_EQ(none.str(), "") << "no oneDNN rows, no table";
 }
 
 TEST(BenchConvResults, CsvColumnsAndQuoting) {

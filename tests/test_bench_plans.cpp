@@ -35,6 +35,9 @@ TEST(BenchPlans, SmallLenetOnTheCpuGivesEveryVariantAndTheResult) {
                            "\nim2col_gemm ", "result model=lenet batch=4 ", "verify_max_per_key="})
     EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
   EXPECT_FALSE(contains(out, "cudnn-own")) << "cuDNN's baseline is the GPU's only";
+#ifdef TUNECNN_HAVE_ONEDNN
+  for (const char* part : {"\nonednn ", "result onednn_step_ms="}) EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+#endif
 }
 
 TEST(BenchPlans, OnTheGpuAgainstCudnnsOwnChoiceOrAClearError) {

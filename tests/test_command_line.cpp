@@ -105,5 +105,20 @@ TEST(ExitStatus, EveryProgramExitsTwoForABadCommandLineAndSaysWhy) {
   }
 }
 
+#ifdef TUNECNN_HAVE_ONEDNN
+// apps/common/openmp_wait.h: with oneDNN, each program re-executes itself once with
+// OMP_WAIT_POLICY=PASSIVE, unless the user chose a policy. `bench threads` prints the one it ran with.
+TEST(OpenMpWaitPolicy, ProgramsRunWithPassiveOpenMpThreadsUnlessTheUserChose) {
+  const std::string bench_threads = std::string(TUNECNN_BENCH_BINARY) +
+                                    " threads --layers lenet --batch 1 --rounds 1 --threads 1";
+  const Outcome unset = run("env -u OMP_WAIT_POLICY " + bench_threads);
+  EXPECT_EQ(unset.status, 0) << unset.output;
+  EXPECT_NE(unset.output.find("OMP_WAIT_POLICY PASSIVE"), std::string::npos) << unset.output;
+  const Outcome chosen = run("env OMP_WAIT_POLICY=active " + bench_threads);
+  EXPECT_EQ(chosen.status, 0) << chosen.output;
+  EXPECT_NE(chosen.output.find("OMP_WAIT_POLICY active"), std::string::npos) << chosen.output;
+}
+#endif
+
 }  // namespace
 }  // namespace tunecnn

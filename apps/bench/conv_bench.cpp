@@ -11,6 +11,7 @@
 
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
+#include "apps/bench/conv_vendor_report.h"
 #include "apps/bench/pytorch_worker.h"
 #include "apps/common/device_check.h"
 #include "apps/training/progress.h"
@@ -28,11 +29,13 @@ namespace tunecnn {
 namespace {
 
 constexpr const char* kSummary =
-    "Times every applicable conv solver x config x direction on a named set of layers, side by "
+    "Times every applicable conv solver x config x direction on a named set of layers (ours and, "
+    "in a build with oneDNN, each of oneDNN's implementations), side by "
     "side with PyTorch (a persistent /usr/bin/python3 child running apps/bench/conv_pytorch.py, "
     "fed one layer and direction at a time so both share the machine's noise). Reports the "
     "median time, GFLOP/s (2 * MACs / time), workspace and peak bytes, the fastest solver per "
-    "layer x direction, and PyTorch's time and forward peak memory. With --device cuda it times "
+    "layer x direction, PyTorch's time and forward peak memory, and our algorithms' best against "
+    "oneDNN's. With --device cuda it times "
     "the GPU's solvers (cuDNN, im2col_gemm, MEC, direct_chwn, direct) with CUDA events instead "
     "and compares MEC's time and workspace with im2col_gemm's and cuDNN's, as the MEC paper does.";
 
@@ -112,6 +115,7 @@ class ConvBench {
       report_progress(i + 1);
     }
     print_summary(out_, rows_, layers_, options_.directions);
+    print_onednn_comparison(out_, rows_, layers_, options_.directions);
     if (gpu()) print_mec_comparison(out_, rows_, layers_, options_.directions, solver_names());
     if (!options_.csv.empty()) out_ << "\nwrote " << options_.csv << "\n";
   }
@@ -228,7 +232,7 @@ class ConvBench {
     ConvBenchRow row;
     row.layer = layer.name;
     row.solver = solver.name();
-    row.config = config.str();
+    row.config = solver.describe(p, config);
     row.layout = layout;
     row.dir = p.dir;
     row.batch = p.mb;

@@ -67,14 +67,14 @@ void print_direction_summary(std::ostream& out, const std::vector<ConvBenchRow>&
   const bool fwd = dir == Direction::fwd;
   out << "\n"
       << to_string(dir) << "\n"
-      << formatted("%-8s %-28s %10s %11s %6s", "layer", "fastest", "ours_ms", "pytorch_ms", "ratio")
+      << formatted("%-8s %-44s %10s %11s %6s", "layer", "fastest", "ours_ms", "pytorch_ms", "ratio")
       << (fwd ? formatted(" %9s %17s", "peak_MiB", "pytorch_peak_MiB") : "") << "\n";
   Totals totals;
   for (const ConvLayer& layer : layers) {
     const ConvBenchRow* best = fastest_row(rows, layer.name, dir);
     if (best == nullptr) continue;
     totals.add(best->median_ms(), best->pytorch_ms);
-    out << formatted("%-8s %-28s %10.3f %11s %6s", layer.name.c_str(),
+    out << formatted("%-8s %-44s %10.3f %11s %6s", layer.name.c_str(),
                      solver_and_config(*best).c_str(), best->median_ms(),
                      ms_text(best->pytorch_ms).c_str(), ratio_text(best->ratio()).c_str());
     if (fwd)
@@ -84,7 +84,7 @@ void print_direction_summary(std::ostream& out, const std::vector<ConvBenchRow>&
                            : "-");
     out << "\n";
   }
-  print_totals(out, totals, "%-37s %10.3f %11s %6s\n");  // the width of "layer fastest"
+  print_totals(out, totals, "%-53s %10.3f %11s %6s\n");  // the width of "layer fastest"
 }
 
 // Best fwd + best bwd_data + best bwd_weights: one training step's conv time per layer.

@@ -70,9 +70,14 @@ const ConvBenchRow* fastest_row(const std::vector<ConvBenchRow>& rows, const std
 
 const ConvBenchRow* fastest_row_of(const std::vector<ConvBenchRow>& rows, const std::string& layer,
                                    Direction dir, const std::string& solver) {
+  return fastest_row_if(rows, layer, dir, [&](const ConvBenchRow& row) { return row.solver == solver; });
+}
+
+const ConvBenchRow* fastest_row_if(const std::vector<ConvBenchRow>& rows, const std::string& layer,
+                                   Direction dir, const std::function<bool(const ConvBenchRow&)>& pick) {
   const ConvBenchRow* best = nullptr;
   for (const ConvBenchRow& row : rows)
-    if (row.layer == layer && row.dir == dir && row.solver == solver &&
+    if (row.layer == layer && row.dir == dir && pick(row) &&
         (best == nullptr || row.timing.median_s < best->timing.median_s))
       best = &row;
   return best;

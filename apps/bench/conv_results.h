@@ -3,6 +3,7 @@
 // layer x direction, and the CSV the rows are written to.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ const ConvBenchRow* fastest_row(const std::vector<ConvBenchRow>& rows, const std
 // when that solver was not timed there.
 const ConvBenchRow* fastest_row_of(const std::vector<ConvBenchRow>& rows, const std::string& layer,
                                    Direction dir, const std::string& solver);
+
+// The lowest-median row of one layer and direction among the rows `pick` accepts, or nullptr.
+const ConvBenchRow* fastest_row_if(const std::vector<ConvBenchRow>& rows, const std::string& layer,
+                                   Direction dir, const std::function<bool(const ConvBenchRow&)>& pick);
 
 // The header and one line per row; fields with commas or quotes are quoted.
 std::string conv_bench_csv(const std::vector<ConvBenchRow>& rows);

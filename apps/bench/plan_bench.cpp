@@ -49,10 +49,15 @@ struct Variant {
   std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans;  // one per conv layer, in order
   std::vector<std::pair<PoolProblem, PoolLayerPlan>> pool_plans;  // one per pooling layer
   std::vector<double> step_s;
-  bool runs_everywhere(const std::string& solver) const {
-    for (const auto& [problem, plan] : plans)
-      for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights})
-        if (plan.for_direction(dir).solver->name() != solver) return false;
+  // Whether every conv layer runs one of `solvers` in every direction a step runs. The first
+  // layer's input needs no gradient, so its bwd_data never runs (the planner leaves it untuned).
+  bool runs_everywhere(const std::vector<std::string>& solvers) const {
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+        if (i == 0 && dir == Direction::bwd_data) continue;
+        const std::string_view name = plans[i].second.for_direction(dir).solver->name();
+        if (std::find(solvers.begin(), solvers.end(), name) == solvers.end()) return false;
+      }
     return true;
   }
   std::string describe() const {
@@ -120,8 +125,9 @@ struct Bench {
 
 int bench_plans(int argc, const char* const* argv) {
   CommandLine cli("bench plans", "Measures the autotuner on one model: profiling cost, cached start, "
-                                 "tuned plan against each conv algorithm forced on every layer, and "
-                                 "--tune verify under a changed fingerprint. With --device cuda on "
+                                 "tuned plan against each conv algorithm forced on every layer and "
+                                 "(in a build with oneDNN) against oneDNN everywhere, its fastest "
+                                 "implementation per layer, and --tune verify under a changed fingerprint. With --device cuda on "
                                  "the GPU, against cuDNN's own choice on every layer as well.");
   cli.option("model", "lenet", "model to plan (" + std::to_string(model_names().size()) + " known)");
   cli.option("batch-size", "64", "examples per step");
@@ -195,10 +201,22 @@ int bench_plans(int argc, const char* const* argv) {
     const std::string name(solver->name());
     if (name == direct_conv_solver().name()) continue;  // the reference (the GPU's too)
     Variant v = b.plan(name, b.tuner(TunePolicy::cached, {name}));
-    if (v.runs_everywhere(name))
+    if (v.runs_everywhere({name}))
       variants.push_back(std::move(v));
     else
       std::cout << "# " << name << " does not run every conv layer of " << model_name << ": not a fixed plan\n";
+  }
+  // 5. The vendor library everywhere: each layer's fastest oneDNN implementation in NCHW or NHWC,
+  // the layouts oneDNN runs (transforms where they change), the plan the tuned one must beat.
+  const std::vector<std::string> onednn_solvers{"onednn_nchw", "onednn_nhwc"};
+  bool onednn = find_conv_solver(onednn_solvers[0], device_kind) && find_conv_solver(onednn_solvers[1], device_kind);
+  if (onednn) {
+    Variant v = b.plan("onednn", b.tuner(TunePolicy::cached, onednn_solvers, {Layout::NCHW, Layout::NHWC}));
+    onednn = v.runs_everywhere(onednn_solvers);
+    if (onednn)
+      variants.push_back(std::move(v));
+    else
+      std::cout << "# oneDNN does not run every conv layer of " << model_name << " in every direction: no oneDNN plan\n";
   }
   if (gpu) variants.push_back(b.untuned_nchw("cudnn-own", variants[1]));
 
@@ -226,7 +244,7 @@ int bench_plans(int argc, const char* const* argv) {
       }
     }
 
-  // 5. verify under a changed fingerprint: another "device" starting from this cache.
+  // 6. verify under a changed fingerprint: another "device" starting from this cache.
   std::map<std::string, std::string> changed = b.fields;
   changed["framework_version"] += "+changed";
   auto verifier = std::make_shared<TunedPlanner>(TunePolicy::verify, b.cache, b.options,
@@ -257,6 +275,11 @@ int bench_plans(int argc, const char* const* argv) {
               model_name.c_str(), batch, num_threads(), tuned_ms, best_fixed.c_str(), best_fixed_ms,
               best_fixed_ms / tuned_ms, nchw_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
               vs.retimed_candidates, most_retimed);
+  if (onednn)
+    for (const Variant& v : variants)
+      if (v.name == "onednn")
+        std::printf("result onednn_step_ms=%.2f onednn_over_tuned=%.3f\n", median_of(v.step_s) * 1e3,
+                    median_of(v.step_s) * 1e3 / tuned_ms);
   if (gpu)  // Li et al.'s comparison: the tuned plan against cuDNN's own choice, all NCHW
     std::printf("result device=cuda tuned_images_per_s=%.1f cudnn_own_images_per_s=%.1f cudnn_own_over_tuned=%.3f\n",
                 batch * 1e3 / tuned_ms, batch * 1e3 / (median_of(variants.back().step_s) * 1e3),

@@ -399,13 +399,18 @@ std::string Run::plan_text() const {
     std::string text(solver);
     return config.values.empty() ? text : text + " [" + config.str() + "]";
   };
+  const auto describe_conv = [](const ConvProblem& problem, Direction dir, const ConvPlan& plan) {
+    std::string text(plan.solver->name());
+    return plan.config.values.empty() ? text
+                                      : text + " [" + plan.solver->describe(problem.with_dir(dir), plan.config) + "]";
+  };
   for (const auto& [name, layer] : model_->children()) {
     if (auto* conv = dynamic_cast<Conv2d*>(layer.get()))
       for (const auto& [problem, plan] : conv->plans())
         out_ << "  " << name << ": " << to_string(plan.layout()) << ", fwd "
-             << describe(plan.fwd.solver->name(), plan.fwd.config) << ", bwd_data "
-             << describe(plan.bwd_data.solver->name(), plan.bwd_data.config) << ", bwd_weights "
-             << describe(plan.bwd_weights.solver->name(), plan.bwd_weights.config) << "  ("
+             << describe_conv(problem, Direction::fwd, plan.fwd) << ", bwd_data "
+             << describe_conv(problem, Direction::bwd_data, plan.bwd_data) << ", bwd_weights "
+             << describe_conv(problem, Direction::bwd_weights, plan.bwd_weights) << "  ("
              << problem.key() << ")\n";
     if (auto* pool = dynamic_cast<Pool2d*>(layer.get()))
       for (const auto& [problem, plan] : pool->plans())

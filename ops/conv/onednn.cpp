@@ -48,6 +48,13 @@ std::size_t OneDnnSolver::workspace_bytes(const ConvProblem& p, const TuneConfig
   return onednn_workspace_bytes(p, layout_, choice_of(config));
 }
 
+std::string OneDnnSolver::describe(const ConvProblem& p, const TuneConfig& config) const {
+  const OneDnnChoice c = choice_of(config);
+  const std::vector<std::string> names = onednn_implementations(p, layout_, c.blocked, c.winograd);
+  const bool known = c.impl >= 0 && c.impl < static_cast<int>(names.size());
+  return config.str() + " (" + (known ? names[c.impl] : "not offered here") + ")";
+}
+
 void OneDnnSolver::run(const ConvProblem& p, const TuneConfig& config, const ConvArgs& args,
                        Workspace workspace) const {
   run_onednn(p, layout_, choice_of(config), args, workspace);

@@ -19,6 +19,8 @@ class OneDnnSolver final : public ConvSolver {
   // oneDNN's implementations have no order of cost among them: the tuner times each.
   bool sweep_configs() const override { return true; }
   std::size_t workspace_bytes(const ConvProblem& problem, const TuneConfig& config) const override;
+  // "blocked=1,winograd=0,impl=0 (jit:avx512_core)"
+  std::string describe(const ConvProblem& problem, const TuneConfig& config) const override;
   void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
            Workspace workspace) const override;
 

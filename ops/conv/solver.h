@@ -68,6 +68,9 @@ class ConvSolver {
   // timings cannot tell apart, the tuner prefers a deterministic one.
   virtual bool deterministic(const ConvProblem&, const TuneConfig&) const { return true; }
   virtual UntunedRoles untuned_roles() const { return {}; }
+  // The config as reports show it: config.str(), plus what a number stands for where it names
+  // something a user would look up (oneDNN's implementation).
+  virtual std::string describe(const ConvProblem&, const TuneConfig& config) const { return config.str(); }
   virtual void run(const ConvProblem& problem, const TuneConfig& config, const ConvArgs& args,
                    Workspace workspace) const = 0;
 };
