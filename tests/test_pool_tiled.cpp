@@ -1,6 +1,7 @@
 // pool_tiled (ops/pool/tiled.h) against the reference pool_direct: every config, both kinds, both
 // directions, every layout, f32 and f64, on odd sizes, ties, NaN and -inf; its config grid; and
-// `bench pool --quick`.
+// `bench pool --quick`. Every other CPU pool solver of the registry (oneDNN's, in a build with
+// it) is checked against pool_direct on the same geometries, with ties, in every dtype it takes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -125,6 +126,31 @@ TEST(PoolTiled, MatchesDirectOnEveryConfigLayoutKindDirectionAndType) {
           const PoolProblem p = problem_of(g, kind, dir, dt);
           check_all(p, make_inputs(p, rng, kind == PoolKind::max));
         }
+}
+
+TEST(PoolSolvers, EveryOtherCpuSolverMatchesDirectInEveryLayoutKindAndDirection) {
+  Rng rng(17);
+  for (const PoolSolver* solver : cpu_pool_solvers()) {
+    if (solver == &direct_pool_solver() || solver->name() == kTiled.name()) continue;
+    for (const Geometry& g : kGeometries)
+      for (DType dt : {DType::f32, DType::f64})
+        for (PoolKind kind : {PoolKind::max, PoolKind::avg})
+          for (bool include_pad : {false, true})
+            for (Direction dir : {Direction::fwd, Direction::bwd_data}) {
+              if (include_pad && kind == PoolKind::max) continue;
+              const PoolProblem p = problem_of(g, kind, dir, dt, include_pad);
+              if (!solver->applicable(p, nullptr)) continue;
+              const Inputs in = make_inputs(p, rng, kind == PoolKind::max);
+              const Tensor want = run_in_layout(kDirect, p, TuneConfig{}, Layout::NCHW, in);
+              // Max forward picks values, exactly; backward adds overlapping windows' gradients in
+              // its own order (ties still go to the first maximum, or the sums would be far off).
+              const bool exact = kind == PoolKind::max && dir == Direction::fwd;
+              for (Layout layout : solver->layouts(p))
+                for (const TuneConfig& config : solver->configs(p))
+                  EXPECT_TRUE(same(run_in_layout(*solver, p, config, layout, in), want, exact))
+                      << solver->name() << " " << p.key() << " " << to_string(layout) << " " << config.str();
+            }
+  }
 }
 
 TEST(PoolTiled, AverageCountIncludePad) {

@@ -1,7 +1,5 @@
 #include "ops/conv/onednn_primitive.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <dnnl.hpp>
 #include <map>
@@ -10,8 +8,8 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/threading.h"
 #include "ops/conv/args.h"
+#include "ops/onednn_runtime.h"
 
 namespace tunecnn {
 namespace {
@@ -20,8 +18,7 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 
 const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  return onednn_cpu_engine();
 }
 
 // Scratch memory comes from the caller's workspace (our allocator), so workspace_bytes() is exact.
@@ -272,8 +269,7 @@ void run_onednn(const ConvProblem& problem, Layout layout, const OneDnnChoice& c
   // Its JIT code uses aligned loads on the scratchpad and the staged copies.
   TUNECNN_CHECK(reinterpret_cast<std::uintptr_t>(workspace.data) % kWorkspaceAlignment == 0,
                 "oneDNN conv needs its workspace on a ", kWorkspaceAlignment, "-byte boundary");
-  // OpenMP's team as wide as TBB's arena, set on the calling thread, whose setting oneDNN reads.
-  omp_set_num_threads(num_threads());
+  match_onednn_threads_to_ours();
   const dnnl::engine& engine = cpu_engine();
   dnnl::stream stream(engine);
   auto* base = workspace.as<unsigned char>();

@@ -3,14 +3,25 @@
 #include <array>
 
 #include "ops/pool/direct.h"
+#ifdef TUNECNN_HAVE_ONEDNN
+#include "ops/pool/onednn.h"
+#endif
 #include "ops/pool/tiled.h"
 
 namespace tunecnn {
 namespace {
 const TiledPoolSolver kTiled;
 const DirectPoolSolver kDirect;
-// pool_direct, the reference that accepts every problem, stays last.
-const auto kCpuSolvers = std::to_array<const PoolSolver*>({&kTiled, &kDirect});
+#ifdef TUNECNN_HAVE_ONEDNN
+const OneDnnPoolSolver kOneDnn;
+#endif
+// pool_tiled first, the untuned default; pool_direct, the reference that accepts every problem,
+// stays last; oneDNN's (when built with it) between, for the tuner to time.
+const auto kCpuSolvers = std::to_array<const PoolSolver*>({&kTiled,
+#ifdef TUNECNN_HAVE_ONEDNN
+                                                            &kOneDnn,
+#endif
+                                                            &kDirect});
 #ifdef TUNECNN_HAVE_CUDA
 const CudaTiledPoolSolver kCudaTiled;
 const CudaDirectPoolSolver kCudaDirect;
