@@ -32,7 +32,8 @@ namespace {
 
 constexpr const char* kSummary =
     "Times pooling on the papers' pools: pool_direct (NCHW), pool_tiled at coarsening 1 "
-    "(fx=1,fy=1) and pool_tiled at the best config of an exhaustive sweep, in each layout, side by "
+    "(fx=1,fy=1), pool_tiled at the best config of an exhaustive sweep and, in a build with oneDNN, "
+    "pool_onednn (NCHW, NHWC), in each layout, side by "
     "side in interleaved rounds. Reports median ms, GB/s (bytes read + written) and speedups. "
     "--device cuda times the GPU's solvers of those names (Li et al.'s Fig. 6).";
 
@@ -85,7 +86,8 @@ class PoolBench {
         device_(device),
         clock_(std::move(clock)),
         direct_(find_pool_solver("pool_direct", device)),
-        tiled_(find_pool_solver("pool_tiled", device)) {
+        tiled_(find_pool_solver("pool_tiled", device)),
+        onednn_(find_pool_solver("pool_onednn", device)) {
     TUNECNN_CHECK(direct_ != nullptr && tiled_ != nullptr,
                   "bench pool: no pool_direct and pool_tiled on ", to_string(device));
     quick_ = cli.has("quick");
@@ -145,6 +147,7 @@ class PoolBench {
   std::function<double()> clock_;  // seconds: the steady clock, or CUDA events on the GPU
   const PoolSolver* direct_;       // the device's pool_direct and pool_tiled
   const PoolSolver* tiled_;
+  const PoolSolver* onednn_;       // oneDNN's pooling: in a CPU build with oneDNN, else nullptr
   bool quick_ = false;
   std::vector<PoolLayer> layers_;
   std::vector<Layout> layouts_;
@@ -218,6 +221,8 @@ class PoolBench {
       candidates.push_back({ln, "pool_tiled", one.str(), tiled_, one, layout, {}});
       const TuneConfig best = sweep(p, args.at(layout));
       candidates.push_back({ln, "pool_tiled", "tuned " + best.str(), tiled_, best, layout, {}});
+      if (onednn_ && contains_layout(onednn_->layouts(p), layout))
+        candidates.push_back({ln, "pool_onednn", "-", onednn_, TuneConfig{}, layout, {}});
     }
     for (int round = -1; round < rounds_; ++round)
       for (Candidate& c : candidates) {
