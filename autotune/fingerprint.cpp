@@ -13,6 +13,7 @@
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/threading.h"
+#include "ops/vendor_versions.h"
 
 namespace tunecnn {
 namespace {
@@ -59,6 +60,7 @@ CpuFingerprint cpu_fingerprint() {
   fp.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
   fp.l3_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
   fp.blas = openblas_get_config();
+  fp.onednn = onednn_version();
   fp.framework_version = TUNECNN_VERSION;
   return fp;
 }
@@ -68,21 +70,23 @@ std::string CpuFingerprint::summary() const {
   out << model << ", " << threads_used << "/" << hardware_threads << " threads, L2 "
       << l2_bytes / 1024 << " KiB, L3 " << l3_bytes / 1024 << " KiB, ISA";
   for (const std::string& flag : isa) out << " " << flag;
-  out << "; " << blas << "; tunecnn " << framework_version;
+  out << "; " << blas << (onednn.empty() ? "" : "; oneDNN " + onednn) << "; tunecnn " << framework_version;
   return out.str();
 }
 
 std::map<std::string, std::string> CpuFingerprint::fields() const {
   std::string isa_joined;
   for (const std::string& flag : isa) isa_joined += (isa_joined.empty() ? "" : " ") + flag;
-  return {{"model", model},
-          {"isa", isa_joined},
-          {"hardware_threads", std::to_string(hardware_threads)},
-          {"threads_used", std::to_string(threads_used)},
-          {"l2_bytes", std::to_string(l2_bytes)},
-          {"l3_bytes", std::to_string(l3_bytes)},
-          {"blas", blas},
-          {"framework_version", framework_version}};
+  std::map<std::string, std::string> out{{"model", model},
+                                         {"isa", isa_joined},
+                                         {"hardware_threads", std::to_string(hardware_threads)},
+                                         {"threads_used", std::to_string(threads_used)},
+                                         {"l2_bytes", std::to_string(l2_bytes)},
+                                         {"l3_bytes", std::to_string(l3_bytes)},
+                                         {"blas", blas},
+                                         {"framework_version", framework_version}};
+  if (!onednn.empty()) out["onednn"] = onednn;
+  return out;
 }
 
 std::string device_id(const std::map<std::string, std::string>& fields, std::string_view prefix) {

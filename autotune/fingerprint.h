@@ -20,12 +20,14 @@ struct CpuFingerprint {
   int hardware_threads = 0;
   int threads_used = 0;
   long l2_bytes = 0, l3_bytes = 0;
-  std::string blas;  // OpenBLAS config string
+  std::string blas;    // OpenBLAS config string
+  std::string onednn;  // oneDNN's version; empty in a build without it
   std::string framework_version;
 
   std::string summary() const;  // one line, for logs
   // The fields as the tuning cache stores them: model, isa (space-joined), hardware_threads,
-  // threads_used, l2_bytes, l3_bytes, blas, framework_version.
+  // threads_used, l2_bytes, l3_bytes, blas, onednn (only in a build with oneDNN, so the ids of
+  // builds without it stay as they were), framework_version.
   std::map<std::string, std::string> fields() const;
 };
 

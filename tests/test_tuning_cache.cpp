@@ -93,6 +93,15 @@ TEST(Fingerprint, FieldsAndStableId) {
   EXPECT_NE(device_id(changed), id);
   // Pinned value: the digest must not change between builds, or every cache would go stale.
   EXPECT_EQ(device_id({}), "cpu-cbf29ce484222325");
+  // oneDNN's configs count its implementations in its version's order: a new version is a new
+  // device section. A build without oneDNN has no such field, so its ids did not change.
+#ifdef TUNECNN_HAVE_ONEDNN
+  ASSERT_TRUE(fields.count("onednn"));
+  EXPECT_EQ(fields.at("onednn").find('.'), 1u) << fields.at("onednn");
+  EXPECT_NE(fp.summary().find("oneDNN " + fields.at("onednn")), std::string::npos) << fp.summary();
+#else
+  EXPECT_FALSE(fields.count("onednn"));
+#endif
   EXPECT_EQ(device_id({{"a", "b"}}, "gpu").rfind("gpu-", 0), 0u);
 }
 

@@ -16,7 +16,8 @@ std::string field(const std::map<std::string, std::string>& fields, const std::s
 std::string fingerprint_summary(const std::map<std::string, std::string>& fields) {
   return field(fields, "model") + ", " + field(fields, "threads_used") + "/" +
          field(fields, "hardware_threads") + " threads, ISA " + field(fields, "isa") + "; " +
-         field(fields, "blas") + "; tunecnn " + field(fields, "framework_version");
+         field(fields, "blas") + (fields.count("onednn") ? "; oneDNN " + field(fields, "onednn") : "") +
+         "; tunecnn " + field(fields, "framework_version");
 }
 
 std::string thresholds_summary(const DeviceThresholds& t) {
