@@ -11,9 +11,14 @@ if(NOT TUNECNN_ONEDNN STREQUAL "OFF")
   endif()
   if(dnnl_FOUND)
     # Debian's oneDNN runs on OpenMP: the solver sets OpenMP's thread count to TBB's before each
-    # call, so the two pools take turns on the same cores instead of oversubscribing them.
-    find_package(OpenMP REQUIRED COMPONENTS CXX)
-    set(TUNECNN_HAVE_ONEDNN ON)
+    # call, so the two pools take turns on the same cores instead of oversubscribing them. (clang
+    # needs libomp-dev for it; without, AUTO builds without oneDNN.)
+    find_package(OpenMP COMPONENTS CXX QUIET)
+    if(OpenMP_CXX_FOUND)
+      set(TUNECNN_HAVE_ONEDNN ON)
+    elseif(TUNECNN_ONEDNN STREQUAL "ON")
+      message(FATAL_ERROR "TUNECNN_ONEDNN=ON: oneDNN was found but this compiler has no OpenMP")
+    endif()
   endif()
 endif()
 message(STATUS "tunecnn: oneDNN CPU solvers ${TUNECNN_HAVE_ONEDNN}")
