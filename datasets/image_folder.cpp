@@ -83,10 +83,47 @@ std::string read_file(const fs::path& path, std::vector<unsigned char>& bytes) {
   return {};
 }
 
+// stb_image 2.27 (Debian 12's libstb-dev) trusts the 16 code counts of a JPEG Huffman table
+// (DHT segment): counts summing to over 256 make it write past its 257-entry size table and its
+// 256-entry value table (found by fuzz/fuzz_image; stb_image 2.28 checks this). Such a table is
+// refused here, before stb_image sees the file: "" when none is found, else why. Segments are
+// walked as stb_image walks them (length-prefixed, entropy-coded data up to the next marker).
+std::string check_jpeg_huffman_tables(const std::vector<unsigned char>& b) {
+  if (b.size() < 2 || b[0] != 0xFF || b[1] != 0xD8) return {};  // not a JPEG
+  for (std::size_t i = 2; i + 3 < b.size();) {
+    const unsigned char marker = b[i + 1];
+    if (b[i] != 0xFF || marker == 0xFF) {  // entropy-coded data or a fill byte
+      ++i;
+      continue;
+    }
+    // A stuffed zero, RSTn, TEM, SOI and EOI carry no length.
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {
+      i += 2;
+      continue;
+    }
+    const std::size_t length = (std::size_t{b[i + 2]} << 8) | b[i + 3];
+    if (marker == 0xC4) {
+      std::size_t at = i + 4, left = length >= 2 ? length - 2 : 0;
+      while (left > 0 && at + 17 <= b.size()) {  // tables, each: class and id, 16 counts, codes
+        std::size_t codes = 0;
+        for (std::size_t k = 1; k <= 16; ++k) codes += b[at + k];
+        if (codes > 256)
+          return "corrupt JPEG: a Huffman table (DHT segment at byte " + std::to_string(i) +
+                 ") declares " + std::to_string(codes) + " codes, over the 256 a table may have";
+        at += 17 + codes;
+        left = left > 17 + codes ? left - 17 - codes : 0;
+      }
+    }
+    i += 2 + length;
+  }
+  return {};
+}
+
 // "" when `out` now holds the image as RGB, else why not.
 std::string decode_image(const fs::path& path, DecodedImage& out) {
   thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
   if (std::string why = read_file(path, bytes); !why.empty()) return why;
+  if (std::string why = check_jpeg_huffman_tables(bytes); !why.empty()) return why;
   int width = 0, height = 0, channels_in_file = 0;
   if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file) &&
       std::int64_t{width} * height > kMaxPixels)

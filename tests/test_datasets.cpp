@@ -5,6 +5,8 @@
 // and random crops, flips, area shrinking), on folders with corrupt files, no good file, an empty
 // class or no folder at all, and on flat folders read through a labels file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -276,6 +278,44 @@ TEST(IdxCorrupt, TrailingGarbage) {
   packed.insert(packed.end(), {'j', 'u', 'n', 'k'});  // after the compressed stream
   write_plain(path, packed);
   expect_error([&] { read_idx(path, kLabels); }, {path.string(), "corrupt gzip"});
+}
+
+// The process's address space now, from /proc/self/statm (pages).
+[[maybe_unused]] std::size_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// In a death test's child: reads `path` with the address space capped 256 MiB above what the
+// process uses. 0: the expected truncated-file Error; 2: anything else thrown (std::bad_alloc).
+[[maybe_unused]] int read_idx_under_address_limit(const fs::path& path) {
+  const rlim_t bytes = address_space_bytes() + (rlim_t{256} << 20);
+  const rlimit limit{bytes, bytes};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 4;
+  try {
+    read_idx(path, kImages);
+  } catch (const Error& e) {
+    return std::string(e.what()).find("truncated file") != std::string::npos ? 0 : 1;
+  } catch (...) {
+    return 2;
+  }
+  return 3;
+}
+
+// Found by fuzz/fuzz_idx (fuzz/regressions/idx/): the reader reserved what the header claimed,
+// up to 1 GiB, before reading any data, so a 28-byte file took 1 GiB. Under an address-space
+// limit 256 MiB above what the process uses, it must fail as a truncated file, not bad_alloc.
+TEST(IdxCorrupt, AHeaderClaimingAGigabyteReservesNoMemoryForIt) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";
+#else
+  testing::TempDir tmp;
+  const fs::path path = tmp.path() / "huge-idx3-ubyte";
+  write_plain(path, idx_bytes(kImagesMagic, {1u << 20, 32, 32}, Bytes(16, 0)));  // 1 GiB claimed
+  EXPECT_EXIT(std::_Exit(read_idx_under_address_limit(path)), ::testing::ExitedWithCode(0), "");
+#endif
 }
 
 TEST(IdxCorrupt, ImageLabelCountMismatch) {
@@ -1042,6 +1082,35 @@ TEST(ImageFolder, AFileClaimingHugeDimensionsIsSkippedWithoutDecoding) {
   ASSERT_EQ(warnings.messages.size(), 1u);
   EXPECT_NE(warnings.messages[0].find(huge.string()), std::string::npos) << warnings.messages[0];
   EXPECT_NE(warnings.messages[0].find("claims 20000x20000 pixels, over the 64 Mpixel"), std::string::npos)
+      << warnings.messages[0];
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): Debian's stb_image 2.27 trusts a JPEG
+// Huffman table's code counts, and counts summing to over 256 write past its tables. A real
+// JPEG with its first table's counts raised to 288 codes is skipped before stb_image sees it,
+// named in a warning, and replaced like an undecodable file.
+TEST(ImageFolder, AJpegHuffmanTableOfOver256CodesIsSkippedBeforeDecoding) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 1);
+  const fs::path bad = dir.path() / "train" / kImagenetteClasses[0] / "z_dht.JPEG";
+  Bytes bytes = read_all(kGoodJpeg);
+  std::size_t table = 0;  // the first DHT marker: FF C4, length, class and id, 16 counts
+  for (std::size_t i = 0; i + 21 < bytes.size() && table == 0; ++i)
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC4) table = i;
+  ASSERT_NE(table, 0u) << "no Huffman table in " << kGoodJpeg;
+  for (std::size_t k = 0; k < 16; ++k) bytes[table + 5 + k] = 18;  // 16 x 18 = 288 codes
+  write_plain(bad, bytes);
+
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  ASSERT_EQ(data->files().back().path, bad);
+  EXPECT_EQ(pixels_of(*data, data->size() - 1), pixels_of(*data, 0)) << "replaced by the next file (wrapping)";
+  EXPECT_EQ(data->skipped_files(), 1);
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find(bad.string()), std::string::npos) << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find("Huffman table (DHT segment at byte " + std::to_string(table) +
+                                      ") declares 288 codes"),
+            std::string::npos)
       << warnings.messages[0];
 }
 
