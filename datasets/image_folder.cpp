@@ -89,8 +89,11 @@ std::string read_file(const fs::path& path, std::vector<unsigned char>& bytes) {
 // refused here, before stb_image sees the file: "" when none is found, else why. Segments are
 // walked as stb_image walks them (length-prefixed, entropy-coded data up to the next marker).
 std::string check_jpeg_huffman_tables(const std::vector<unsigned char>& b) {
-  if (b.size() < 2 || b[0] != 0xFF || b[1] != 0xD8) return {};  // not a JPEG
-  for (std::size_t i = 2; i + 3 < b.size();) {
+  // stb_image reads fill bytes (0xFF) before the start marker FF D8 as fill, so must this.
+  std::size_t start = 0;
+  while (start < b.size() && b[start] == 0xFF) ++start;
+  if (start == 0 || start >= b.size() || b[start] != 0xD8) return {};  // not a JPEG
+  for (std::size_t i = start + 1; i + 3 < b.size();) {
     const unsigned char marker = b[i + 1];
     if (b[i] != 0xFF || marker == 0xFF) {  // entropy-coded data or a fill byte
       ++i;
@@ -119,11 +122,32 @@ std::string check_jpeg_huffman_tables(const std::vector<unsigned char>& b) {
   return {};
 }
 
+// stb_image 2.27 copies an empty IDAT chunk that comes before any image data into its still null
+// buffer (memcpy to a null pointer: undefined behaviour, found by fuzz/fuzz_image). Such a chunk
+// carries nothing and the PNG is valid, so it is dropped before decoding.
+void drop_empty_leading_png_idat(std::vector<unsigned char>& b) {
+  static constexpr unsigned char kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (b.size() < 8 || !std::equal(kSignature, kSignature + 8, b.begin())) return;
+  for (std::size_t at = 8; at + 12 <= b.size();) {  // chunks: length, type, data, CRC
+    const std::size_t length = (std::size_t{b[at]} << 24) | (std::size_t{b[at + 1]} << 16) |
+                               (std::size_t{b[at + 2]} << 8) | b[at + 3];
+    const bool idat = std::equal(b.begin() + at + 4, b.begin() + at + 8, "IDAT");
+    if (idat && length > 0) return;  // image data has begun: stb_image has its buffer
+    if (idat) {
+      b.erase(b.begin() + at, b.begin() + at + 12);
+      continue;
+    }
+    if (length > b.size() - at - 12) return;
+    at += 12 + length;
+  }
+}
+
 // "" when `out` now holds the image as RGB, else why not.
 std::string decode_image(const fs::path& path, DecodedImage& out) {
   thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
   if (std::string why = read_file(path, bytes); !why.empty()) return why;
   if (std::string why = check_jpeg_huffman_tables(bytes); !why.empty()) return why;
+  drop_empty_leading_png_idat(bytes);
   int width = 0, height = 0, channels_in_file = 0;
   if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file) &&
       std::int64_t{width} * height > kMaxPixels)

@@ -1085,22 +1085,25 @@ TEST(ImageFolder, AFileClaimingHugeDimensionsIsSkippedWithoutDecoding) {
       << warnings.messages[0];
 }
 
-// Found by fuzz/fuzz_image (fuzz/regressions/image/): Debian's stb_image 2.27 trusts a JPEG
-// Huffman table's code counts, and counts summing to over 256 write past its tables. A real
-// JPEG with its first table's counts raised to 288 codes is skipped before stb_image sees it,
-// named in a warning, and replaced like an undecodable file.
-TEST(ImageFolder, AJpegHuffmanTableOfOver256CodesIsSkippedBeforeDecoding) {
-  testing::TempDir dir;
-  copy_classes(dir.path(), "train", 1);
-  const fs::path bad = dir.path() / "train" / kImagenetteClasses[0] / "z_dht.JPEG";
+// kGoodJpeg with its first Huffman table's 16 code counts raised to 18 each: 288 codes, over
+// the 256 a table may have. `table` is where its DHT marker is.
+Bytes jpeg_with_288_code_table(std::size_t& table) {
   Bytes bytes = read_all(kGoodJpeg);
-  std::size_t table = 0;  // the first DHT marker: FF C4, length, class and id, 16 counts
+  table = 0;  // the first DHT marker: FF C4, length, class and id, 16 counts
   for (std::size_t i = 0; i + 21 < bytes.size() && table == 0; ++i)
     if (bytes[i] == 0xFF && bytes[i + 1] == 0xC4) table = i;
-  ASSERT_NE(table, 0u) << "no Huffman table in " << kGoodJpeg;
-  for (std::size_t k = 0; k < 16; ++k) bytes[table + 5 + k] = 18;  // 16 x 18 = 288 codes
-  write_plain(bad, bytes);
+  EXPECT_NE(table, 0u) << "no Huffman table in " << kGoodJpeg;
+  for (std::size_t k = 0; k < 16; ++k) bytes[table + 5 + k] = 18;
+  return bytes;
+}
 
+// One bad file `name` with `bytes` among a real class folder's: it is skipped, replaced by the
+// next file (wrapping) and named in the one warning, which must contain `why`.
+void expect_skipped_with(const Bytes& bytes, const std::string& name, const std::string& why) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 1);
+  const fs::path bad = dir.path() / "train" / kImagenetteClasses[0] / name;
+  write_plain(bad, bytes);
   Warnings warnings;
   auto data = load_image_folder(dir.path(), "train", warnings.options(32));
   ASSERT_EQ(data->files().back().path, bad);
@@ -1108,10 +1111,51 @@ TEST(ImageFolder, AJpegHuffmanTableOfOver256CodesIsSkippedBeforeDecoding) {
   EXPECT_EQ(data->skipped_files(), 1);
   ASSERT_EQ(warnings.messages.size(), 1u);
   EXPECT_NE(warnings.messages[0].find(bad.string()), std::string::npos) << warnings.messages[0];
-  EXPECT_NE(warnings.messages[0].find("Huffman table (DHT segment at byte " + std::to_string(table) +
-                                      ") declares 288 codes"),
-            std::string::npos)
-      << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find(why), std::string::npos) << warnings.messages[0];
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): Debian's stb_image 2.27 trusts a JPEG
+// Huffman table's code counts, and counts summing to over 256 write past its tables. Such a file
+// is skipped before stb_image sees it, named in a warning, and replaced like an undecodable file.
+TEST(ImageFolder, AJpegHuffmanTableOfOver256CodesIsSkippedBeforeDecoding) {
+  std::size_t table = 0;
+  const Bytes bytes = jpeg_with_288_code_table(table);
+  expect_skipped_with(bytes, "z_dht.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table) + ") declares 288 codes");
+}
+
+// Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/): stb_image takes 0xFF fill
+// bytes before the start marker, and the Huffman check took such a file for no JPEG at all.
+TEST(ImageFolder, AJpegWithFillBytesBeforeItsStartHasItsHuffmanTablesCheckedToo) {
+  std::size_t table = 0;
+  Bytes bytes = jpeg_with_288_code_table(table);
+  bytes.insert(bytes.begin(), 5, 0xFF);
+  expect_skipped_with(bytes, "z_fill.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table + 5) + ") declares 288 codes");
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): stb_image 2.27 copies an empty IDAT chunk
+// that precedes the image data into a null buffer (undefined behaviour: a UBSan report, so this
+// test fails without the fix in the sanitized build, -DTUNECNN_SANITIZE=ON). The chunk is valid
+// and empty: the file decodes as it would without it, and nothing is skipped.
+TEST(ImageFolder, AnEmptyPngDataChunkBeforeTheImageDataIsHarmless) {
+  testing::TempDir dir;
+  const fs::path cls = dir.path() / "train" / "a";
+  fs::create_directories(cls);
+  const Bytes plain = png_bytes(20, 10, 3, solid(20, 10, {10, 200, 30}));
+  Bytes with_empty = plain;
+  Bytes empty_idat;  // length 0, "IDAT", the CRC of "IDAT"
+  append_be32(empty_idat, 0);
+  empty_idat.insert(empty_idat.end(), {'I', 'D', 'A', 'T'});
+  append_be32(empty_idat, static_cast<std::uint32_t>(crc32(0, empty_idat.data() + 4, 4)));
+  with_empty.insert(with_empty.begin() + 8 + 12 + 13, empty_idat.begin(), empty_idat.end());  // after IHDR
+  write_plain(cls / "1_plain.png", plain);
+  write_plain(cls / "2_empty_idat.png", with_empty);
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(8));
+  EXPECT_EQ(pixels_of(*data, 1), pixels_of(*data, 0));
+  EXPECT_EQ(data->skipped_files(), 0);
+  EXPECT_TRUE(warnings.messages.empty()) << warnings.messages[0];
 }
 
 TEST(ImageFolder, NoDecodableImageIsAnErrorNamingTheFolder) {
