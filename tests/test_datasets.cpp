@@ -1134,6 +1134,27 @@ TEST(ImageFolder, AJpegWithFillBytesBeforeItsStartHasItsHuffmanTablesCheckedToo)
                       "Huffman table (DHT segment at byte " + std::to_string(table + 5) + ") declares 288 codes");
 }
 
+// Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/): a file cut inside a Huffman
+// table's counts, which stb_image reads on as zeros; those present already sum to over 256.
+TEST(ImageFolder, AJpegCutInsideAHuffmanTableHasItsCountsCheckedToo) {
+  std::size_t table = 0;
+  Bytes bytes = jpeg_with_288_code_table(table);
+  bytes.resize(table + 5 + 15);  // marker, length, class and id, 15 of the 16 counts: 270 codes
+  expect_skipped_with(bytes, "z_cut.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table) + ") declares 270 codes");
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): stb_image 2.27 allocated what an IDAT
+// chunk's length claimed before reading it: a 174-byte PNG took 1.2 GB. Refused beforehand.
+TEST(ImageFolder, APngChunkLongerThanTheFileIsSkippedBeforeDecoding) {
+  Bytes bytes = png_bytes(20, 10, 3, solid(20, 10, {10, 200, 30}));
+  const std::size_t idat = 8 + 12 + 13;  // after the signature and IHDR
+  bytes[idat] = 0x4C, bytes[idat + 1] = 0x00, bytes[idat + 2] = 0x00, bytes[idat + 3] = 0xA3;
+  expect_skipped_with(bytes, "z_long.png",
+                      "'IDAT' chunk at byte 33 claims 1275068579 bytes, more than the " +
+                          std::to_string(bytes.size() - idat - 8) + " left in the file");
+}
+
 // Found by fuzz/fuzz_image (fuzz/regressions/image/): stb_image 2.27 copies an empty IDAT chunk
 // that precedes the image data into a null buffer (undefined behaviour: a UBSan report, so this
 // test fails without the fix in the sanitized build, -DTUNECNN_SANITIZE=ON). The chunk is valid
