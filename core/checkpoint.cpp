@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -58,6 +60,7 @@ class Decoder {
                   n, " more bytes at offset ", pos_, ")");
   }
   bool done() const { return pos_ == in_.size(); }
+  std::size_t remaining() const { return in_.size() - pos_; }
 
  private:
   const std::string& in_;
@@ -79,6 +82,24 @@ void encode_tensor(Encoder& enc, const std::string& name, const Tensor& t) {
   enc.bytes(host.raw_data(), host.nbytes());
 }
 
+// The tensor's size in bytes, checked against what is left of the file one dimension at a time,
+// so dimensions whose product overflows (a corrupt header) are an Error, not a wrapped size. An
+// empty tensor needs no bytes, but Tensor::empty still multiplies its dimensions.
+std::size_t tensor_bytes(const Decoder& dec, const std::string& file, const std::string& name,
+                         const Shape& shape, std::size_t element) {
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  const std::size_t limit = empty ? std::size_t{INT64_MAX} : dec.remaining();
+  std::size_t bytes = element;
+  for (std::int64_t d : shape) {
+    if (d == 0) continue;
+    TUNECNN_CHECK(bytes <= limit / static_cast<std::size_t>(d), "checkpoint ", file, ": tensor '",
+                  name, "' of shape ", shape_str(shape), " is larger than the ", dec.remaining(),
+                  " bytes left in the file; it is truncated or corrupt");
+    bytes *= static_cast<std::size_t>(d);
+  }
+  return empty ? 0 : bytes;
+}
+
 NamedTensor decode_tensor(Decoder& dec, const std::string& file) {
   std::string name = dec.str();
   const auto dtype = dec.get<std::uint8_t>();
@@ -92,8 +113,7 @@ NamedTensor decode_tensor(Decoder& dec, const std::string& file) {
     TUNECNN_CHECK(d >= 0 && d < (std::int64_t{1} << 40), "checkpoint ", file, ": tensor '", name,
                   "' has a bad dimension");
   }
-  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(DType(dtype));
-  dec.need(bytes);
+  const std::size_t bytes = tensor_bytes(dec, file, name, shape, dtype_size(DType(dtype)));
   Tensor t = Tensor::empty(shape, DType(dtype), Device::cpu, Layout(layout));
   dec.bytes(t.raw_data(), bytes);
   return {std::move(name), std::move(t)};

@@ -131,8 +131,10 @@ std::int64_t payload_bytes(const std::string& name, const std::vector<std::int64
 }
 
 std::vector<std::uint8_t> read_payload(ByteSource& source, std::int64_t expected) {
+  // Grown a chunk at a time, never reserved from the header: a few bytes that claim a terabyte
+  // must fail at the end of the data, not first take memory for it.
   std::vector<std::uint8_t> data;
-  data.reserve(static_cast<std::size_t>(std::min<std::int64_t>(expected, 1 << 30)));
+  data.reserve(static_cast<std::size_t>(std::min<std::int64_t>(expected, kChunkBytes)));
   while (static_cast<std::int64_t>(data.size()) < expected) {
     const std::size_t old = data.size();
     const auto want = std::min<std::size_t>(kChunkBytes, static_cast<std::size_t>(expected) - old);

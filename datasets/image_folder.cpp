@@ -83,10 +83,80 @@ std::string read_file(const fs::path& path, std::vector<unsigned char>& bytes) {
   return {};
 }
 
+// stb_image 2.27 (Debian 12's libstb-dev) trusts the 16 code counts of a JPEG Huffman table
+// (DHT segment): counts summing to over 256 make it write past its 257-entry size table and its
+// 256-entry value table (found by fuzz/fuzz_image; stb_image 2.28 checks this). Such a table is
+// refused here, before stb_image sees the file: "" when none is found, else why. Segments are
+// walked as stb_image walks them (length-prefixed, entropy-coded data up to the next marker).
+std::string check_jpeg_huffman_tables(const std::vector<unsigned char>& b) {
+  // stb_image reads fill bytes (0xFF) before the start marker FF D8 as fill, so must this.
+  std::size_t start = 0;
+  while (start < b.size() && b[start] == 0xFF) ++start;
+  if (start == 0 || start >= b.size() || b[start] != 0xD8) return {};  // not a JPEG
+  for (std::size_t i = start + 1; i + 3 < b.size();) {
+    const unsigned char marker = b[i + 1];
+    if (b[i] != 0xFF || marker == 0xFF) {  // entropy-coded data or a fill byte
+      ++i;
+      continue;
+    }
+    // A stuffed zero, RSTn, TEM, SOI and EOI carry no length.
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {
+      i += 2;
+      continue;
+    }
+    const std::size_t length = (std::size_t{b[i + 2]} << 8) | b[i + 3];
+    if (marker == 0xC4) {
+      std::size_t at = i + 4, left = length >= 2 ? length - 2 : 0;
+      while (left > 0 && at < b.size()) {  // tables, each: class and id, 16 counts, codes
+        std::size_t codes = 0;  // stb_image reads bytes past the end of the file as zeros
+        for (std::size_t k = 1; k <= 16 && at + k < b.size(); ++k) codes += b[at + k];
+        if (codes > 256)
+          return "corrupt JPEG: a Huffman table (DHT segment at byte " + std::to_string(i) +
+                 ") declares " + std::to_string(codes) + " codes, over the 256 a table may have";
+        at += 17 + codes;
+        left = left > 17 + codes ? left - 17 - codes : 0;
+      }
+    }
+    i += 2 + length;
+  }
+  return {};
+}
+
+// stb_image 2.27 trusts PNG chunk headers in two ways (found by fuzz/fuzz_image): it allocates
+// an IDAT chunk's claimed length before reading it, so a 174-byte file claiming 1.2 GB gets the
+// 1.2 GB; and it copies an empty IDAT chunk that precedes the image data into a still null
+// buffer (undefined behaviour). The chunks are walked first, as stb_image walks them, up to IEND:
+// a chunk longer than the rest of the file is refused ("" when none is, else why), and empty IDAT
+// chunks before the data, which carry nothing in a valid PNG, are dropped.
+std::string check_png_chunks(std::vector<unsigned char>& b) {
+  static constexpr unsigned char kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (b.size() < 8 || !std::equal(kSignature, kSignature + 8, b.begin())) return {};
+  bool data_begun = false;
+  for (std::size_t at = 8; at + 8 <= b.size();) {  // chunks: length, type, data, CRC
+    const std::size_t length = (std::size_t{b[at]} << 24) | (std::size_t{b[at + 1]} << 16) |
+                               (std::size_t{b[at + 2]} << 8) | b[at + 3];
+    const std::string type(b.begin() + at + 4, b.begin() + at + 8);
+    if (type == "IEND") return {};
+    if (length > b.size() - at - 8)
+      return "corrupt PNG: its '" + printable(type) + "' chunk at byte " + std::to_string(at) +
+             " claims " + std::to_string(length) + " bytes, more than the " +
+             std::to_string(b.size() - at - 8) + " left in the file";
+    if (type == "IDAT" && length == 0 && !data_begun) {
+      b.erase(b.begin() + at, b.begin() + at + 12);
+      continue;
+    }
+    data_begun = data_begun || type == "IDAT";
+    at += 12 + length;
+  }
+  return {};
+}
+
 // "" when `out` now holds the image as RGB, else why not.
 std::string decode_image(const fs::path& path, DecodedImage& out) {
   thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
   if (std::string why = read_file(path, bytes); !why.empty()) return why;
+  if (std::string why = check_jpeg_huffman_tables(bytes); !why.empty()) return why;
+  if (std::string why = check_png_chunks(bytes); !why.empty()) return why;
   int width = 0, height = 0, channels_in_file = 0;
   if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file) &&
       std::int64_t{width} * height > kMaxPixels)

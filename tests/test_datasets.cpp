@@ -5,6 +5,8 @@
 // and random crops, flips, area shrinking), on folders with corrupt files, no good file, an empty
 // class or no folder at all, and on flat folders read through a labels file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -276,6 +278,44 @@ TEST(IdxCorrupt, TrailingGarbage) {
   packed.insert(packed.end(), {'j', 'u', 'n', 'k'});  // after the compressed stream
   write_plain(path, packed);
   expect_error([&] { read_idx(path, kLabels); }, {path.string(), "corrupt gzip"});
+}
+
+// The process's address space now, from /proc/self/statm (pages).
+[[maybe_unused]] std::size_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// In a death test's child: reads `path` with the address space capped 256 MiB above what the
+// process uses. 0: the expected truncated-file Error; 2: anything else thrown (std::bad_alloc).
+[[maybe_unused]] int read_idx_under_address_limit(const fs::path& path) {
+  const rlim_t bytes = address_space_bytes() + (rlim_t{256} << 20);
+  const rlimit limit{bytes, bytes};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 4;
+  try {
+    read_idx(path, kImages);
+  } catch (const Error& e) {
+    return std::string(e.what()).find("truncated file") != std::string::npos ? 0 : 1;
+  } catch (...) {
+    return 2;
+  }
+  return 3;
+}
+
+// Found by fuzz/fuzz_idx (fuzz/regressions/idx/): the reader reserved what the header claimed,
+// up to 1 GiB, before reading any data, so a 28-byte file took 1 GiB. Under an address-space
+// limit 256 MiB above what the process uses, it must fail as a truncated file, not bad_alloc.
+TEST(IdxCorrupt, AHeaderClaimingAGigabyteReservesNoMemoryForIt) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";
+#else
+  testing::TempDir tmp;
+  const fs::path path = tmp.path() / "huge-idx3-ubyte";
+  write_plain(path, idx_bytes(kImagesMagic, {1u << 20, 32, 32}, Bytes(16, 0)));  // 1 GiB claimed
+  EXPECT_EXIT(std::_Exit(read_idx_under_address_limit(path)), ::testing::ExitedWithCode(0), "");
+#endif
 }
 
 TEST(IdxCorrupt, ImageLabelCountMismatch) {
@@ -1043,6 +1083,100 @@ TEST(ImageFolder, AFileClaimingHugeDimensionsIsSkippedWithoutDecoding) {
   EXPECT_NE(warnings.messages[0].find(huge.string()), std::string::npos) << warnings.messages[0];
   EXPECT_NE(warnings.messages[0].find("claims 20000x20000 pixels, over the 64 Mpixel"), std::string::npos)
       << warnings.messages[0];
+}
+
+// kGoodJpeg with its first Huffman table's 16 code counts raised to 18 each: 288 codes, over
+// the 256 a table may have. `table` is where its DHT marker is.
+Bytes jpeg_with_288_code_table(std::size_t& table) {
+  Bytes bytes = read_all(kGoodJpeg);
+  table = 0;  // the first DHT marker: FF C4, length, class and id, 16 counts
+  for (std::size_t i = 0; i + 21 < bytes.size() && table == 0; ++i)
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC4) table = i;
+  EXPECT_NE(table, 0u) << "no Huffman table in " << kGoodJpeg;
+  for (std::size_t k = 0; k < 16; ++k) bytes[table + 5 + k] = 18;
+  return bytes;
+}
+
+// One bad file `name` with `bytes` among a real class folder's: it is skipped, replaced by the
+// next file (wrapping) and named in the one warning, which must contain `why`.
+void expect_skipped_with(const Bytes& bytes, const std::string& name, const std::string& why) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 1);
+  const fs::path bad = dir.path() / "train" / kImagenetteClasses[0] / name;
+  write_plain(bad, bytes);
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  ASSERT_EQ(data->files().back().path, bad);
+  EXPECT_EQ(pixels_of(*data, data->size() - 1), pixels_of(*data, 0)) << "replaced by the next file (wrapping)";
+  EXPECT_EQ(data->skipped_files(), 1);
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find(bad.string()), std::string::npos) << warnings.messages[0];
+  EXPECT_NE(warnings.messages[0].find(why), std::string::npos) << warnings.messages[0];
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): Debian's stb_image 2.27 trusts a JPEG
+// Huffman table's code counts, and counts summing to over 256 write past its tables. Such a file
+// is skipped before stb_image sees it, named in a warning, and replaced like an undecodable file.
+TEST(ImageFolder, AJpegHuffmanTableOfOver256CodesIsSkippedBeforeDecoding) {
+  std::size_t table = 0;
+  const Bytes bytes = jpeg_with_288_code_table(table);
+  expect_skipped_with(bytes, "z_dht.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table) + ") declares 288 codes");
+}
+
+// Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/): stb_image takes 0xFF fill
+// bytes before the start marker, and the Huffman check took such a file for no JPEG at all.
+TEST(ImageFolder, AJpegWithFillBytesBeforeItsStartHasItsHuffmanTablesCheckedToo) {
+  std::size_t table = 0;
+  Bytes bytes = jpeg_with_288_code_table(table);
+  bytes.insert(bytes.begin(), 5, 0xFF);
+  expect_skipped_with(bytes, "z_fill.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table + 5) + ") declares 288 codes");
+}
+
+// Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/): a file cut inside a Huffman
+// table's counts, which stb_image reads on as zeros; those present already sum to over 256.
+TEST(ImageFolder, AJpegCutInsideAHuffmanTableHasItsCountsCheckedToo) {
+  std::size_t table = 0;
+  Bytes bytes = jpeg_with_288_code_table(table);
+  bytes.resize(table + 5 + 15);  // marker, length, class and id, 15 of the 16 counts: 270 codes
+  expect_skipped_with(bytes, "z_cut.JPEG",
+                      "Huffman table (DHT segment at byte " + std::to_string(table) + ") declares 270 codes");
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): stb_image 2.27 allocated what an IDAT
+// chunk's length claimed before reading it: a 174-byte PNG took 1.2 GB. Refused beforehand.
+TEST(ImageFolder, APngChunkLongerThanTheFileIsSkippedBeforeDecoding) {
+  Bytes bytes = png_bytes(20, 10, 3, solid(20, 10, {10, 200, 30}));
+  const std::size_t idat = 8 + 12 + 13;  // after the signature and IHDR
+  bytes[idat] = 0x4C, bytes[idat + 1] = 0x00, bytes[idat + 2] = 0x00, bytes[idat + 3] = 0xA3;
+  expect_skipped_with(bytes, "z_long.png",
+                      "'IDAT' chunk at byte 33 claims 1275068579 bytes, more than the " +
+                          std::to_string(bytes.size() - idat - 8) + " left in the file");
+}
+
+// Found by fuzz/fuzz_image (fuzz/regressions/image/): stb_image 2.27 copies an empty IDAT chunk
+// that precedes the image data into a null buffer (undefined behaviour: a UBSan report, so this
+// test fails without the fix in the sanitized build, -DTUNECNN_SANITIZE=ON). The chunk is valid
+// and empty: the file decodes as it would without it, and nothing is skipped.
+TEST(ImageFolder, AnEmptyPngDataChunkBeforeTheImageDataIsHarmless) {
+  testing::TempDir dir;
+  const fs::path cls = dir.path() / "train" / "a";
+  fs::create_directories(cls);
+  const Bytes plain = png_bytes(20, 10, 3, solid(20, 10, {10, 200, 30}));
+  Bytes with_empty = plain;
+  Bytes empty_idat;  // length 0, "IDAT", the CRC of "IDAT"
+  append_be32(empty_idat, 0);
+  empty_idat.insert(empty_idat.end(), {'I', 'D', 'A', 'T'});
+  append_be32(empty_idat, static_cast<std::uint32_t>(crc32(0, empty_idat.data() + 4, 4)));
+  with_empty.insert(with_empty.begin() + 8 + 12 + 13, empty_idat.begin(), empty_idat.end());  // after IHDR
+  write_plain(cls / "1_plain.png", plain);
+  write_plain(cls / "2_empty_idat.png", with_empty);
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(8));
+  EXPECT_EQ(pixels_of(*data, 1), pixels_of(*data, 0));
+  EXPECT_EQ(data->skipped_files(), 0);
+  EXPECT_TRUE(warnings.messages.empty()) << warnings.messages[0];
 }
 
 TEST(ImageFolder, NoDecodableImageIsAnErrorNamingTheFolder) {

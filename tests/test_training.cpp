@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -407,6 +409,40 @@ TEST(Checkpoint, RoundTripAndCorruptionIsReported) {
   expect_error(flipped, "CRC");
   expect_error(bytes.substr(0, bytes.size() / 2), "corrupt");
   expect_error("not a checkpoint at all", "magic");
+}
+
+// Found by fuzz/fuzz_checkpoint (fuzz/regressions/checkpoint/): dimensions that each pass the
+// per-dimension bound but whose product overflows gave a wrapped size of 0 bytes, so a file
+// holding no data loaded as a tensor claiming 2^64 elements.
+TEST(Checkpoint, DimensionsWhoseProductOverflowsAreReported) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "c.ckpt";
+  CheckpointData data;
+  data.tensors.emplace_back("w", Tensor::zeros({0, 0}));
+  save_checkpoint(path, data);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // magic 8, version 4, meta count 8, tensor count 8, name 4 + 1, dtype 1, layout 1, ndim 4.
+  constexpr std::size_t kFirstDim = 8 + 4 + 8 + 8 + 5 + 1 + 1 + 4;
+  ASSERT_EQ(bytes.size(), kFirstDim + 2 * 8 + 4);
+  const std::int64_t two_to_32 = std::int64_t{1} << 32;  // 2^32 * 2^32 wraps to 0
+  std::memcpy(bytes.data() + kFirstDim, &two_to_32, 8);
+  std::memcpy(bytes.data() + kFirstDim + 8, &two_to_32, 8);
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4)));
+  std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    load_checkpoint(path);
+    FAIL() << "a tensor of shape [4294967296, 4294967296] loaded from a file with no data";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shape [4294967296, 4294967296]"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

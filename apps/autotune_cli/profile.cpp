@@ -108,6 +108,20 @@ void print_layers(const NetworkPlanReport& report, std::ostream& out) {
   if (report.softmax) out << "\nloss: " << report.softmax_solver << "  (" << report.softmax->key() << ")\n";
 }
 
+TunePolicy profile_policy(const std::string& text) {
+  TunePolicy policy = TunePolicy::cached;
+  try {
+    policy = parse_tune_policy(text);
+  } catch (const Error& e) {
+    throw UsageError(e.message());
+  }
+  if (policy == TunePolicy::off)
+    throw UsageError("--tune off times nothing; use cached, full or verify");
+  return policy;
+}
+
+}  // namespace
+
 SubcommandLine profile_command_line() {
   std::string models;
   for (const std::string& name : model_names()) models += (models.empty() ? "" : ", ") + name;
@@ -133,20 +147,6 @@ SubcommandLine profile_command_line() {
   cli.common_options();
   return cli;
 }
-
-TunePolicy profile_policy(const std::string& text) {
-  TunePolicy policy = TunePolicy::cached;
-  try {
-    policy = parse_tune_policy(text);
-  } catch (const Error& e) {
-    throw UsageError(e.message());
-  }
-  if (policy == TunePolicy::off)
-    throw UsageError("--tune off times nothing; use cached, full or verify");
-  return policy;
-}
-
-}  // namespace
 
 int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
   SubcommandLine cli = profile_command_line();

@@ -9,6 +9,9 @@ namespace tunecnn {
 
 using SubcommandArgs = std::vector<std::string>;
 
+class SubcommandLine;
+// `autotune profile`'s options, apart from run_profile so the fuzz target parses exactly them.
+SubcommandLine profile_command_line();
 int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_show(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
