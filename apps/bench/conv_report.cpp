@@ -11,16 +11,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::string formatted(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string formatted(const char* fmt, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(text, sizeof text, fmt, args);
-  va_end(args);
-  return text;
-}
-
 std::string ratio_text(const std::optional<double>& ratio) {
   return ratio ? formatted("%.2f", *ratio) : "-";
 }
@@ -158,6 +148,15 @@ void print_comparison_row(std::ostream& out, const std::vector<ConvBenchRow>& ro
 }
 
 }  // namespace
+
+std::string formatted(const char* fmt, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(text, sizeof text, fmt, args);
+  va_end(args);
+  return text;
+}
 
 void print_mec_comparison(std::ostream& out, const std::vector<ConvBenchRow>& rows,
                           const std::vector<ConvLayer>& layers, const std::vector<Direction>& dirs,

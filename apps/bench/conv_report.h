@@ -11,6 +11,9 @@
 
 namespace tunecnn {
 
+// printf into a string, for the report's fixed-width columns (up to 511 characters).
+std::string formatted(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 void print_table_header(std::ostream& out);
 // The rows of one layer x direction, then PyTorch's line; `*` marks the fastest row.
 void print_table_group(std::ostream& out, const std::vector<ConvBenchRow>& group);

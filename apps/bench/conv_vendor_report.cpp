@@ -1,21 +1,19 @@
 #include "apps/bench/conv_vendor_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <ostream>
 #include <string>
+
+#include "apps/bench/conv_report.h"
 
 namespace tunecnn {
 namespace {
 
-std::string text(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
+// layer, direction, ours, ours_ms, onednn, onednn_ms, pytorch_ms, ratio
+constexpr const char* kRow = "%-8s %-11s %-30s %9s  %-38s %9s %10s %7s\n";
 
 std::string ms_or_dash(const ConvBenchRow* row) {
-  return row ? text("%.3f", row->median_ms()) : "-";
+  return row ? formatted("%.3f", row->median_ms()) : "-";
 }
 
 std::string label(const ConvBenchRow* row) {
@@ -33,18 +31,16 @@ void print_row(std::ostream& out, const std::string& layer, Direction dir, const
                const ConvBenchRow* onednn, Sums& sums) {
   std::string ratio = "-", pytorch = "-";
   if (ours && onednn) {
-    ratio = text("%.2f", onednn->median_ms() / ours->median_ms());
+    ratio = formatted("%.2f", onednn->median_ms() / ours->median_ms());
     sums.ours_ms += ours->median_ms();
     sums.onednn_ms += onednn->median_ms();
     ++sums.layers;
   }
   const ConvBenchRow* any = ours ? ours : onednn;
-  if (any && any->pytorch_ms) pytorch = text("%.3f", *any->pytorch_ms);
-  char line[512];
-  std::snprintf(line, sizeof line, "%-8s %-11s %-30s %9s  %-38s %9s %10s %7s\n", layer.c_str(),
-                std::string(to_string(dir)).c_str(), label(ours).c_str(), ms_or_dash(ours).c_str(),
-                label(onednn).c_str(), ms_or_dash(onednn).c_str(), pytorch.c_str(), ratio.c_str());
-  out << line;
+  if (any && any->pytorch_ms) pytorch = formatted("%.3f", *any->pytorch_ms);
+  out << formatted(kRow, layer.c_str(), std::string(to_string(dir)).c_str(), label(ours).c_str(),
+                   ms_or_dash(ours).c_str(), label(onednn).c_str(), ms_or_dash(onednn).c_str(),
+                   pytorch.c_str(), ratio.c_str());
 }
 
 }  // namespace
@@ -60,10 +56,8 @@ void print_onednn_comparison(std::ostream& out, const std::vector<ConvBenchRow>&
   out << "\nour algorithms against oneDNN: the fastest of our own solvers and oneDNN's fastest "
          "implementation (blocked=1: activations reordered to its format and back inside the "
          "call, timed); ratio = onednn_ms / ours_ms (> 1: ours is faster)\n";
-  char header[256];
-  std::snprintf(header, sizeof header, "%-8s %-11s %-30s %9s  %-38s %9s %10s %7s\n", "layer",
-                "direction", "ours", "ours_ms", "onednn", "onednn_ms", "pytorch_ms", "ratio");
-  out << header;
+  out << formatted(kRow, "layer", "direction", "ours", "ours_ms", "onednn", "onednn_ms", "pytorch_ms",
+                   "ratio");
   Sums sums;
   for (const Direction dir : dirs) {
     for (const ConvLayer& layer : layers) {
@@ -77,9 +71,9 @@ void print_onednn_comparison(std::ostream& out, const std::vector<ConvBenchRow>&
     }
   }
   if (sums.layers > 0)
-    out << text("total over the %.0f layer x direction pairs both ran: ", sums.layers)
-        << text("ours %.3f ms, ", sums.ours_ms) << text("oneDNN %.3f ms, ", sums.onednn_ms)
-        << text("ratio %.2f\n", sums.onednn_ms / sums.ours_ms);
+    out << formatted("total over the %d layer x direction pairs both ran: ours %.3f ms, oneDNN %.3f ms, "
+                     "ratio %.2f\n",
+                     sums.layers, sums.ours_ms, sums.onednn_ms, sums.onednn_ms / sums.ours_ms);
 }
 
 }  // namespace tunecnn

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <dnnl.hpp>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -16,10 +14,6 @@ namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-
-const dnnl::engine& cpu_engine() {
-  return onednn_cpu_engine();
-}
 
 // Scratch memory comes from the caller's workspace (our allocator), so workspace_bytes() is exact.
 dnnl::primitive_attr user_scratchpad() {
@@ -49,16 +43,13 @@ memory::desc plain_weights(const ConvProblem& p) {
 
 Request request(const ConvProblem& p, Layout layout, bool blocked, bool winograd) {
   const memory::desc wei = plain_weights(p);
-  // Right padding as oneDNN counts it: what the last output row reaches past the input.
-  const int pad_bottom = (p.oh() - 1) * p.sh + p.kh - p.ih - p.ph;
-  const int pad_right = (p.ow() - 1) * p.sw + p.kw - p.iw - p.pw;
   return {activation(p.src_shape(), layout, blocked),
           memory::desc(wei.dims(), memory::data_type::f32, Tag::any),
           activation(p.dst_shape(), layout, blocked),
           winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct,
           {p.sh, p.sw},
           {p.ph, p.pw},
-          {pad_bottom, pad_right}};
+          {onednn_pad_after(p.ih, p.oh(), p.kh, p.sh, p.ph), onednn_pad_after(p.iw, p.ow(), p.kw, p.sw, p.pw)}};
 }
 
 dnnl::convolution_forward::desc forward_desc(const Request& r) {
@@ -73,19 +64,19 @@ template <class Visit>
 auto with_primitive_desc(const ConvProblem& p, const Request& r, Visit&& visit) {
   const dnnl::convolution_forward::desc forward = forward_desc(r);
   if (p.dir == Direction::fwd) {
-    dnnl::convolution_forward::primitive_desc pd(forward, user_scratchpad(), cpu_engine());
+    dnnl::convolution_forward::primitive_desc pd(forward, user_scratchpad(), onednn_cpu_engine());
     return visit(pd);
   }
-  const dnnl::convolution_forward::primitive_desc hint(forward, user_scratchpad(), cpu_engine());
+  const dnnl::convolution_forward::primitive_desc hint(forward, user_scratchpad(), onednn_cpu_engine());
   if (p.dir == Direction::bwd_data) {
     const dnnl::convolution_backward_data::desc desc(r.algorithm, r.src, r.wei, r.dst, r.strides,
                                                      r.pad_l, r.pad_r);
-    dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), cpu_engine(), hint);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), onednn_cpu_engine(), hint);
     return visit(pd);
   }
   const dnnl::convolution_backward_weights::desc desc(r.algorithm, r.src, r.wei, r.dst, r.strides,
                                                       r.pad_l, r.pad_r);
-  dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), cpu_engine(), hint);
+  dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), onednn_cpu_engine(), hint);
   return visit(pd);
 }
 
@@ -118,17 +109,19 @@ bool seek_implementation(PrimitiveDesc& pd, int impl) {
 // in the workspace and is reordered from (an input) or to (an output) the caller's tensor.
 struct Staged {
   int arg;
-  memory::desc plain, inner;
+  memory::desc inner;
   bool output;
   std::size_t offset;
   dnnl::reorder reorder;
 };
 
-// The operands of one direction: oneDNN's argument, the tensor of ConvArgs, whether written.
+// The operands of one direction: oneDNN's argument, the tensor of ConvArgs, whether written, and
+// (once built) the caller's format of it.
 struct Operand {
   int arg;
   const Tensor ConvArgs::*tensor;
   bool output;
+  memory::desc plain = {};
 };
 
 std::vector<Operand> operands(Direction dir) {
@@ -169,25 +162,22 @@ struct Built {
   std::size_t workspace_bytes = 0;
 };
 
-std::size_t reorder_scratchpad(const dnnl::reorder::primitive_desc& pd) {
-  return pd.scratchpad_desc().get_size();
-}
-
 template <class PrimitiveDesc>
 std::unique_ptr<Built> build(const ConvProblem& p, Layout layout, PrimitiveDesc& pd) {
   auto built = std::make_unique<Built>();
   built->primitive = dnnl::primitive(pd);
   built->operands = operands(p.dir);
   built->scratchpad_bytes = pd.scratchpad_desc().get_size();
-  std::vector<std::pair<memory::desc, memory::desc>> copies;
-  for (const Operand& op : built->operands) {
-    const memory::desc plain = plain_desc(op.arg, p, layout), inner = pd.query_md(dnnl::query::exec_arg_md, op.arg);
-    if (plain == inner) continue;
+  for (Operand& op : built->operands) {
+    op.plain = plain_desc(op.arg, p, layout);
+    const memory::desc inner = pd.query_md(dnnl::query::exec_arg_md, op.arg);
+    if (op.plain == inner) continue;
+    const dnnl::engine& engine = onednn_cpu_engine();
     const dnnl::reorder::primitive_desc rpd =
-        op.output ? dnnl::reorder::primitive_desc(cpu_engine(), inner, cpu_engine(), plain, user_scratchpad())
-                  : dnnl::reorder::primitive_desc(cpu_engine(), plain, cpu_engine(), inner, user_scratchpad());
-    built->scratchpad_bytes = std::max(built->scratchpad_bytes, reorder_scratchpad(rpd));
-    built->staged.push_back({op.arg, plain, inner, op.output, 0, dnnl::reorder(rpd)});
+        op.output ? dnnl::reorder::primitive_desc(engine, inner, engine, op.plain, user_scratchpad())
+                  : dnnl::reorder::primitive_desc(engine, op.plain, engine, inner, user_scratchpad());
+    built->scratchpad_bytes = std::max(built->scratchpad_bytes, rpd.scratchpad_desc().get_size());
+    built->staged.push_back({op.arg, inner, op.output, 0, dnnl::reorder(rpd)});
   }
   std::size_t offset = align_workspace(built->scratchpad_bytes);
   for (Staged& s : built->staged) {
@@ -211,22 +201,12 @@ std::unique_ptr<Built> build(const ConvProblem& p, Layout layout, const OneDnnCh
   });
 }
 
-// Every primitive built in this process, by problem, layout and choice: built once, run often.
-std::mutex primitives_mutex;
-std::map<std::string, std::unique_ptr<Built>> primitives;
+// Every primitive built in this process, by problem, layout and choice.
+OneDnnPrimitiveCache<Built> primitives;
 
 const Built& built(const ConvProblem& p, Layout layout, const OneDnnChoice& c) {
-  const std::string key = cache_key(p, layout, c);
-  std::lock_guard lock(primitives_mutex);
-  auto it = primitives.find(key);
-  if (it == primitives.end()) {
-    try {
-      it = primitives.emplace(key, build(p, layout, c)).first;
-    } catch (const dnnl::error& e) {
-      TUNECNN_FAIL("oneDNN cannot run ", p.key(), " in ", to_string(layout), ": ", e.what());
-    }
-  }
-  return *it->second;
+  return primitives.get(cache_key(p, layout, c), [&] { return build(p, layout, c); },
+                        "oneDNN cannot run " + p.key() + " in " + std::string(to_string(layout)));
 }
 
 void* tensor_data(const ConvArgs& args, const Operand& op) {
@@ -252,7 +232,6 @@ std::vector<std::string> onednn_implementations(const ConvProblem& problem, Layo
 }
 
 std::size_t onednn_primitives_built() {
-  std::lock_guard lock(primitives_mutex);
   return primitives.size();
 }
 
@@ -270,12 +249,12 @@ void run_onednn(const ConvProblem& problem, Layout layout, const OneDnnChoice& c
   TUNECNN_CHECK(reinterpret_cast<std::uintptr_t>(workspace.data) % kWorkspaceAlignment == 0,
                 "oneDNN conv needs its workspace on a ", kWorkspaceAlignment, "-byte boundary");
   match_onednn_threads_to_ours();
-  const dnnl::engine& engine = cpu_engine();
+  const dnnl::engine& engine = onednn_cpu_engine();
   dnnl::stream stream(engine);
   auto* base = workspace.as<unsigned char>();
   std::unordered_map<int, memory> plain, primitive_args;
   for (const Operand& op : b.operands)
-    plain[op.arg] = memory(plain_desc(op.arg, problem, layout), engine, tensor_data(args, op));
+    plain[op.arg] = memory(op.plain, engine, tensor_data(args, op));
   primitive_args = plain;
   std::unordered_map<int, memory> reorder_scratchpad;
   if (b.scratchpad_bytes > 0) {

@@ -1,9 +1,7 @@
 #include "ops/pool/onednn.h"
 
 #include <dnnl.hpp>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -32,10 +30,10 @@ struct Window {
 };
 
 Window window_of(const PoolProblem& p) {
-  // Right padding as oneDNN counts it: what the last window reaches past the input (floor mode).
-  const int pad_bottom = (p.oh() - 1) * p.sh + p.kh - p.ih - p.ph;
-  const int pad_right = (p.ow() - 1) * p.sw + p.kw - p.iw - p.pw;
-  return {{p.sh, p.sw}, {p.kh, p.kw}, {p.ph, p.pw}, {pad_bottom, pad_right}};
+  return {{p.sh, p.sw},
+          {p.kh, p.kw},
+          {p.ph, p.pw},
+          {onednn_pad_after(p.ih, p.oh(), p.kh, p.sh, p.ph), onednn_pad_after(p.iw, p.ow(), p.kw, p.sw, p.pw)}};
 }
 
 dnnl::pooling_forward::desc forward_desc(const PoolProblem& p, Layout layout) {
@@ -66,19 +64,9 @@ std::unique_ptr<Primitives> build(const PoolProblem& p, Layout layout) {
 
 // Built once per problem and layout for the life of the process.
 const Primitives& primitives(const PoolProblem& p, Layout layout) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Primitives>> built;
-  const std::string key = p.key() + " " + std::string(to_string(layout));
-  std::lock_guard lock(mutex);
-  auto it = built.find(key);
-  if (it == built.end()) {
-    try {
-      it = built.emplace(key, build(p, layout)).first;
-    } catch (const dnnl::error& e) {
-      TUNECNN_FAIL("oneDNN cannot pool ", p.key(), " in ", to_string(layout), ": ", e.what());
-    }
-  }
-  return *it->second;
+  static OneDnnPrimitiveCache<Primitives> cache;
+  return cache.get(p.key() + " " + std::string(to_string(layout)), [&] { return build(p, layout); },
+                   "oneDNN cannot pool " + p.key() + " in " + std::string(to_string(layout)));
 }
 
 // Scratch bytes from our allocator (so peaks count them), given back at the end of the call.
