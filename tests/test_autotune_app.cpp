@@ -52,6 +52,11 @@ const std::string kKey3x3 = "conv fwd mb8 ic4 ih12 iw12 oc8 kh3 kw3 sh1 sw1 ph1 
 const std::string kKey5x5 = "conv fwd mb8 ic1 ih28 iw28 oc6 kh5 kw5 sh1 sw1 ph2 pw2 g1";
 const std::map<std::string, std::string> kOtherFields = {{"model", "Other CPU"},
                                                          {"threads_used", "64"}};
+// A GPU's fingerprint fields (autotune/gpu_fingerprint.cpp), as an H100 wrote them.
+const std::map<std::string, std::string> kGpuFields = {
+    {"name", "NVIDIA H100 80GB HBM3"}, {"sm_count", "132"}, {"compute_capability", "9.0"},
+    {"cuda_runtime", "13.0"},          {"cublas", "13.1.0"}, {"cudnn", "9.14.0"},
+    {"framework_version", "0.1.0"}};
 
 CandidateResult candidate(const std::string& solver, double median_ms, int runs,
                           TuneConfig config = {}, bool correct = true) {
@@ -177,11 +182,15 @@ TEST_F(AutotuneApp, ShowPrintsDevicesThresholdsAndEntriesMarkingThisMachine) {
   thresholds.transform_gbps["NCHW>CHWN"] = 3.5;
   cache.set_thresholds(here_.id, here_.fields, thresholds);
   cache.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("im2col_gemm", 0.25, 7)}));
+  cache.put("cuda-h100", kGpuFields, entry(kKey5x5, {candidate("cudnn", 0.05, 7)}));
   const fs::path file = save(cache, "show.yaml");
 
   const Outcome run = autotune({"show", file.string()});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(contains(run.out, "2 device(s)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "3 device(s)")) << run.out;
+  EXPECT_TRUE(contains(run.out, "fingerprint: NVIDIA H100 80GB HBM3, 132 SMs, compute 9.0; "
+                                "CUDA 13.0, cuBLAS 13.1.0, cuDNN 9.14.0; tunecnn 0.1.0"))
+      << run.out;
   EXPECT_TRUE(contains(run.out, "device " + here_.id + "  (this machine)")) << run.out;
   EXPECT_TRUE(contains(run.out, "device cpu-other\n")) << run.out;
   EXPECT_TRUE(contains(run.out, "fingerprint: Other CPU, 64/? threads")) << run.out;

@@ -11,9 +11,18 @@ std::string field(const std::map<std::string, std::string>& fields, const std::s
   return it == fields.end() ? "?" : it->second;
 }
 
+// A GPU's fingerprint (autotune/gpu_fingerprint.h) has its own fields; sm_count marks one.
+std::string gpu_summary(const std::map<std::string, std::string>& fields) {
+  return field(fields, "name") + ", " + field(fields, "sm_count") + " SMs, compute " +
+         field(fields, "compute_capability") + "; CUDA " + field(fields, "cuda_runtime") +
+         ", cuBLAS " + field(fields, "cublas") + ", cuDNN " + field(fields, "cudnn") +
+         "; tunecnn " + field(fields, "framework_version");
+}
+
 }  // namespace
 
 std::string fingerprint_summary(const std::map<std::string, std::string>& fields) {
+  if (fields.count("sm_count")) return gpu_summary(fields);
   return field(fields, "model") + ", " + field(fields, "threads_used") + "/" +
          field(fields, "hardware_threads") + " threads, ISA " + field(fields, "isa") + "; " +
          field(fields, "blas") + (fields.count("onednn") ? "; oneDNN " + field(fields, "onednn") : "") +

@@ -6,7 +6,8 @@
 // outside what the solver tests and the tuner's check against the reference accept, and a
 // different function from every other solver's. FMA math keeps f32 arithmetic.
 // Configs: {"algo", k} for every algorithm of the direction that cuDNN supports for the problem
-// (its heuristic lists the algorithm as supported and its workspace-size query succeeds), in
+// (its heuristic lists the algorithm as supported and its workspace-size query succeeds), but
+// its non-fused Winograd where that was measured inaccurate (inaccurate_winograd below), in
 // the heuristic's order (cudnnGetConvolution*Algorithm_v7), so the untuned default is cuDNN's
 // own choice. Workspace: what cuDNN asks for the algorithm; the tuner's --max-workspace filters
 // configs by it. Some algorithms are not deterministic (cuDNN's determinism flag); the tuner
@@ -149,12 +150,32 @@ cudnnStatus_t query_workspace(const ConvProblem& p, const Descriptors& d, int al
   return CUDNN_STATUS_BAD_PARAM;
 }
 
+// cuDNN's non-fused Winograd (forward, backward-data and backward-filter alike) on kernels other
+// than 3x3 in f32. On an H100 with cuDNN 9.14 (gpu-check, 2026-11-27) it missed the direct
+// reference by 1e-3 to 2e-2 relative on every 5x5 problem of the solver tests, in all three
+// directions, with FMA math set: its larger transform tiles, not TF32. The tuner disqualified it
+// each time; leaving it out also keeps it from being the untuned default.
+bool inaccurate_winograd(const ConvProblem& p, int algo) {
+  if (p.dt != DType::f32 || (p.kh == 3 && p.kw == 3)) return false;
+  switch (p.dir) {
+    case Direction::fwd:
+      return algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case Direction::bwd_data:
+      return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    case Direction::bwd_weights:
+      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+  }
+  return false;
+}
+
 std::vector<int> query_supported_algos(const ConvProblem& p) {
   const Descriptors d(p);
   std::vector<int> algos;
   for (int algo : heuristic_order(p, d)) {
     std::size_t bytes = 0;
-    if (query_workspace(p, d, algo, &bytes) == CUDNN_STATUS_SUCCESS) algos.push_back(algo);
+    if (!inaccurate_winograd(p, algo) &&
+        query_workspace(p, d, algo, &bytes) == CUDNN_STATUS_SUCCESS)
+      algos.push_back(algo);
   }
   return algos;
 }
