@@ -86,10 +86,15 @@ class CudaTrainingStep : public CudaTraining, public ::testing::WithParamInterfa
 //   lands within 1% of the GPU's). So a third copy steps on the CPU from inputs moved by 1e-6,
 //   and each parameter may also differ by twice as much as that copy moved: the step's own
 //   sensitivity to rounding-sized changes, measured on the CPU alone.
+// - On an H100 (2026-11-27) MobileNet's second step passed once and, on the same code and GPU
+//   kind, failed on the next run on every BatchNorm bias, by 1.1x to 11x the bound: the step is
+//   not repeatable there. So a second GPU copy takes the same steps, and each parameter may also
+//   differ by twice as much as the two GPU copies differ from each other (0 where the GPU's
+//   kernels are deterministic); the failure message prints both spreads.
 // A wrong kernel, plan, layout or update moves the weights by far more than these bounds.
 TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
   const StepCase& c = GetParam();
-  Trainee cpu(c, Device::cpu), gpu(c, Device::cuda), nudged(c, Device::cpu);
+  Trainee cpu(c, Device::cpu), gpu(c, Device::cuda), nudged(c, Device::cpu), gpu_again(c, Device::cuda);
   Rng data(3);
   Shape shape = c.input;
   shape.insert(shape.begin(), c.batch);
@@ -101,15 +106,17 @@ TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
   for (auto& label : labels) label = static_cast<std::int32_t>(data.next_u64() % static_cast<std::uint64_t>(c.classes));
 
   auto cpu_params = cpu.model->parameters(), gpu_params = gpu.model->parameters();
-  auto nudged_params = nudged.model->parameters();
+  auto nudged_params = nudged.model->parameters(), gpu_again_params = gpu_again.model->parameters();
   ASSERT_EQ(cpu_params.size(), gpu_params.size());
   for (int step = 0; step < 2; ++step) {  // the second step also checks the momentum buffers
     if (step == 1)
       for (std::size_t i = 0; i < cpu_params.size(); ++i) {
         cpu_params[i].second.data().copy_from(gpu_params[i].second.data());
         nudged_params[i].second.data().copy_from(gpu_params[i].second.data());
+        gpu_again_params[i].second.data().copy_from(gpu_params[i].second.data());
       }
     nudged.step(nudged_images, labels);
+    gpu_again.step(images, labels);
     const double want = cpu.step(images, labels), got = gpu.step(images, labels);
     EXPECT_NEAR(got, want, 1e-4 * std::max(1.0, std::abs(want))) << c.model << " step " << step;
     for (std::size_t i = 0; i < cpu_params.size(); ++i) {
@@ -117,9 +124,11 @@ TEST_P(CudaTrainingStep, EqualsTheCpuStep) {
       const Tensor got_param = gpu_params[i].second.data().to(Device::cpu);
       const double scale = std::max(1e-3, max_abs_diff(want_param, Tensor::zeros_like(want_param)));
       const double sensitivity = max_abs_diff(nudged_params[i].second.data(), want_param);
-      EXPECT_LE(max_abs_diff(got_param, want_param), std::max(c.tolerance * scale, 2 * sensitivity))
+      const double gpu_spread = max_abs_diff(gpu_again_params[i].second.data().to(Device::cpu), got_param);
+      EXPECT_LE(max_abs_diff(got_param, want_param),
+                std::max({c.tolerance * scale, 2 * sensitivity, 2 * gpu_spread}))
           << c.model << " step " << step << " " << cpu_params[i].first << " (the CPU step from inputs moved "
-          << "by 1e-6 moved it by " << sensitivity << ")";
+          << "by 1e-6 moved it by " << sensitivity << "; a second GPU copy differs by " << gpu_spread << ")";
     }
   }
   const auto cpu_buffers = cpu.model->buffers(), gpu_buffers = gpu.model->buffers();
