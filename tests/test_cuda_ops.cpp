@@ -551,9 +551,12 @@ TEST_F(CudaOps, SoftmaxSolverChecksLabelsOnTheHost) {
 // NHWC <-> CHWN transform is a batch of 90000 transposes, more than one grid dimension launches,
 // and no elements at all. The float2 kernel (CHWN <-> NCHW, f32, even N >= 64, 64-image tiles):
 // N = 64, 66 and 130 (a ragged last tile, a pair at the edge of the data) and the odd N = 65,
-// which takes the plain tiles.
-const Shape kTransformShapes[] = {{3, 4, 5, 6},  {64, 35, 7, 9}, {33, 65, 2, 3}, {2, 1, 300, 300},
-                                  {0, 3, 4, 5},  {66, 5, 3, 7},  {130, 3, 11, 1}, {65, 3, 2, 2}};
+// which takes the plain tiles. Thin transposes (a side of at most 8, no tiles): 3 channels of
+// 40 x 37 planes (NCHW <-> NHWC of an RGB batch, more than one block of threads), and 8 and 9
+// channels on either side of that bound.
+const Shape kTransformShapes[] = {{3, 4, 5, 6},   {64, 35, 7, 9}, {33, 65, 2, 3}, {2, 1, 300, 300},
+                                  {0, 3, 4, 5},   {66, 5, 3, 7},  {130, 3, 11, 1}, {65, 3, 2, 2},
+                                  {4, 3, 40, 37}, {9, 8, 6, 7},   {8, 9, 7, 6}};
 
 TEST_F(CudaOps, LayoutTransformsMatchTheReferenceForEveryPair) {
   for (const Shape& shape : kTransformShapes)

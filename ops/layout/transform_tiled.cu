@@ -7,6 +7,11 @@
 // CHWN <-> NCHW in f32 with N >= 64 (even) moves the batch side as float2, as the paper does: the
 // tile is 64 images x 32 elements, and each thread moves two consecutive images of the side where
 // the batch is contiguous (CHWN's), halving the memory transactions there.
+// A thin transpose (one side of at most kThin, e.g. NCHW <-> NHWC of a 3-channel image) fills
+// only that many rows of a 32 x 32 tile: on an H100 those ran at 15% of a device-to-device copy
+// (bench layout, cv5 and cv9, 2026-11-27). They take a kernel of their own with no shared memory:
+// one thread per element of the long side moves its whole short row, so a warp reads (or writes)
+// 32 consecutive elements for each of them and the other side's short rows are contiguous.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -136,9 +141,47 @@ void transpose_float2(const Tensor& src, Tensor& dst) {
   TUNECNN_CUDA_CHECK_LAUNCH();
 }
 
+constexpr std::int64_t kThin = 8;  // the short side of a transpose that skips the tiles
+constexpr int kThinThreads = 256;
+
+// Thread k of batch item b moves the short row at long index k: dst[b][j][i] = src[b][i][j] for
+// every i < rows (rows short) or every j < cols (cols short).
+template <class T, bool kRowsShort>
+__global__ void transpose_thin(const T* __restrict__ src, T* __restrict__ dst, TransposeShape t) {
+  const std::int64_t longer = kRowsShort ? t.cols : t.rows, shorter = kRowsShort ? t.rows : t.cols;
+  const std::int64_t total = t.batch * longer;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; x < total;
+       x += stride) {
+    const std::int64_t b = x / longer, k = x % longer;
+    const T* s = src + b * t.src_batch_step;
+    T* d = dst + b * t.dst_batch_step;
+    for (std::int64_t m = 0; m < shorter; ++m) {
+      const std::int64_t i = kRowsShort ? m : k, j = kRowsShort ? k : m;
+      d[j * t.dst_ld + i] = s[i * t.src_ld + j];
+    }
+  }
+}
+
+template <class T>
+void transpose_thin_as(const TransposeShape& t, const Tensor& src, Tensor& dst) {
+  const std::int64_t work = t.batch * std::max(t.rows, t.cols);
+  if (work == 0 || std::min(t.rows, t.cols) == 0) return;
+  const auto blocks = static_cast<unsigned>(
+      std::min<std::int64_t>((work + kThinThreads - 1) / kThinThreads, 65535));
+  const auto* s = static_cast<const T*>(src.raw_data());
+  auto* d = static_cast<T*>(dst.raw_data());
+  if (t.rows <= t.cols)
+    transpose_thin<T, true><<<blocks, kThinThreads, 0, cuda_stream()>>>(s, d, t);
+  else
+    transpose_thin<T, false><<<blocks, kThinThreads, 0, cuda_stream()>>>(s, d, t);
+  TUNECNN_CUDA_CHECK_LAUNCH();
+}
+
 template <class T>
 void transpose_as(const Tensor& src, Tensor& dst) {
   const TransposeShape t = transpose_for(src.layout(), dst.layout(), src.shape());
+  if (std::min(t.rows, t.cols) <= kThin) return transpose_thin_as<T>(t, src, dst);
   const TileGrid g = tile_grid(t, kTile, kTile, src);
   if (g.col_tiles == 0) return;
   transpose_tiles<T><<<g.grid, dim3(kTile, kTileRows), 0, cuda_stream()>>>(
