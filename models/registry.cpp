@@ -9,6 +9,9 @@
 #include "models/cifar_net.h"
 #include "models/lenet.h"
 #include "models/mobilenet.h"
+#ifdef TUNECNN_HAVE_ONNX
+#include "models/onnx_import.h"
+#endif
 
 namespace tunecnn {
 namespace {
@@ -40,14 +43,41 @@ const std::map<std::string, Entry>& fixed_models() {
   std::string known;
   for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
   TUNECNN_FAIL("unknown model '", name, "' (known: ", known,
-               "; mobilenet also as mobilenet-W or mobilenet-W-R, e.g. mobilenet-0.5-128)");
+               "; mobilenet also as mobilenet-W or mobilenet-W-R, e.g. mobilenet-0.5-128; or an ONNX "
+               "file, NAME.onnx)");
 }
+
+#ifdef TUNECNN_HAVE_ONNX
+// The file's network; its class count must be the data's (fine-tuning onto other classes is
+// --init-from's job, not yet built).
+std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptions& options) {
+  const Shape input = onnx_input_shape(file);
+  TUNECNN_CHECK(input == options.input_shape, file, ": the network takes ", shape_str(input),
+                " examples, not ", shape_str(options.input_shape));
+  std::shared_ptr<Rng> dropout = options.dropout_rng ? options.dropout_rng : std::make_shared<Rng>(1);
+  OnnxNetwork net = import_onnx(file, dropout);
+  TUNECNN_CHECK(net.classes == options.num_classes, file, ": the network ends in ", net.classes,
+                " classes, the data has ", options.num_classes);
+  return net.model;
+}
+#else
+[[noreturn]] void fail_without_onnx(const std::string& name) {
+  TUNECNN_FAIL("model '", name, "': this build of tunecnn cannot read ONNX files; install Debian's "
+               "libonnx-dev and libprotobuf-dev and build again (cmake -DTUNECNN_ONNX=ON)");
+}
+#endif
 }  // namespace
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options,
                                         Rng& rng) {
   std::shared_ptr<Sequential> model;
-  if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name)) {
+  if (names_onnx_file(name)) {
+#ifdef TUNECNN_HAVE_ONNX
+    model = build_onnx(name, options);
+#else
+    fail_without_onnx(name);
+#endif
+  } else if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name)) {
     model = build_mobilenet(*config, options, rng);
   } else {
     auto it = fixed_models().find(name);
@@ -58,6 +88,10 @@ std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOpti
   return model;
 }
 
+bool names_onnx_file(const std::string& name) {
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".onnx") == 0;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& [name, entry] : fixed_models()) names.push_back(name);
@@ -66,13 +100,20 @@ std::vector<std::string> model_names() {
 }
 
 TrainingDefaults training_defaults(const std::string& name) {
-  if (parse_mobilenet_name(name)) return {};
+  if (names_onnx_file(name) || parse_mobilenet_name(name)) return {};
   auto it = fixed_models().find(name);
   if (it == fixed_models().end()) fail_unknown(name);
   return it->second.defaults;
 }
 
 Shape model_input_shape(const std::string& name) {
+  if (names_onnx_file(name)) {
+#ifdef TUNECNN_HAVE_ONNX
+    return onnx_input_shape(name);
+#else
+    fail_without_onnx(name);
+#endif
+  }
   if (const std::optional<MobileNetConfig> config = parse_mobilenet_name(name))
     return {3, config->resolution, config->resolution};
   auto it = fixed_models().find(name);

@@ -21,7 +21,11 @@ struct ModelOptions {
   Planners planners;
 };
 
+// `name` is a built-in network's name or an ONNX file's path (NAME.onnx, models/onnx_import.h:
+// its network with its weights; its input and class count must be the options').
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options, Rng& rng);
+// True when `name` names an ONNX file (ends in ".onnx").
+bool names_onnx_file(const std::string& name);
 // The names build_model knows; "mobilenet" also takes a width and resolution
 // ("mobilenet-0.5-128", see models/mobilenet.h).
 std::vector<std::string> model_names();

@@ -131,7 +131,7 @@ SubcommandLine profile_command_line() {
                      "problem once, picks each layer's solver and the network's layouts, and stores the measurements in the tuning "
                      "cache for `train`. Progress goes to stderr.");
   cli.option("model", "lenet", "model to profile: " + models + " (also mobilenet-W-R, e.g. "
-                               "mobilenet-0.5-128)");
+                               "mobilenet-0.5-128, or an ONNX file NAME.onnx)");
   cli.option("batch", "64", "images per step, as `train --batch-size` will use");
   cli.option("data", "fashion-mnist",
              "data set giving the input shape and classes: fashion-mnist, mnist (1x28x28), "

@@ -129,7 +129,7 @@ int bench_plans(int argc, const char* const* argv) {
                                  "(in a build with oneDNN) against oneDNN everywhere, its fastest "
                                  "implementation per layer, and --tune verify under a changed fingerprint. With --device cuda on "
                                  "the GPU, against cuDNN's own choice on every layer as well.");
-  cli.option("model", "lenet", "model to plan (" + std::to_string(model_names().size()) + " known)");
+  cli.option("model", "lenet", "model to plan (" + std::to_string(model_names().size()) + " known, or an ONNX file NAME.onnx)");
   cli.option("batch-size", "64", "examples per step");
   cli.option("input", "", "C,H,W of one example (default: the model's own)");
   cli.option("classes", "10", "number of classes");

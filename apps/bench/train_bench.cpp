@@ -116,7 +116,7 @@ CommandLine train_command_line() {
                                  "Under mpirun (bench scaling runs it so) each process steps on its share "
                                  "of the global batch and the gradients are averaged as train does; rank 0 "
                                  "reports the global images/s and the allreduce's bytes and wait per step.");
-  cli.option("model", "lenet", "model to time");
+  cli.option("model", "lenet", "model to time (a built-in name or an ONNX file NAME.onnx)");
   cli.option("batch-size", "64", "examples per step (under mpirun: the global batch, shared by the processes)");
   cli.option("threads", "", "CPU threads per process (default 2; under mpirun 1 per process)");
   cli.option("warmup", "5", "untimed steps first");

@@ -92,7 +92,8 @@ CommandLine train_command_line() {
                                     "diverged (NaN), 130 stopped by Ctrl-C.");
   cli.option("model", "lenet", "model to train: " + models + " (mobilenet-W-R: width W 1.0, "
                                "0.75, 0.5 or 0.25, resolution R 224, 192, 160 or 128, e.g. "
-                               "mobilenet-0.5-128)");
+                               "mobilenet-0.5-128), or an ONNX file NAME.onnx: its network with "
+                               "its weights (README, Networks from ONNX files)");
   cli.option("data", "fashion-mnist", "data set: " + data_set_names() + ". cifar10 "
                                       "and imagenet are served as random crops of the model's "
                                       "input side with flips for training, centre crops for "

@@ -1,0 +1,252 @@
+// ONNX import (models/onnx_import.h) against a producer that is not tunecnn: PyTorch 1.13's
+// exports of LeNet and MobileNet-0.25-128 in ../shared/data/onnx give PyTorch's logits on every
+// CPU conv solver that runs their layers; and every kind of bad file is refused with an Error
+// naming the file and the node, never a half-built network.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "models/onnx_import.h"
+#include "models/registry.h"
+#include "ops/conv/plan.h"
+#include "ops/conv/registry.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/test_data.h"
+
+namespace tunecnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path onnx_dir() { return testing::shared_data_dir() / "onnx"; }
+
+std::vector<float> read_floats(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// ||got - want|| / ||want||.
+double relative_error(const Tensor& got, const std::vector<float>& want) {
+  double diff = 0, norm = 0;
+  const float* g = got.data<float>();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff += (g[i] - want[i]) * double(g[i] - want[i]);
+    norm += want[i] * double(want[i]);
+  }
+  return std::sqrt(diff / norm);
+}
+
+// One named CPU solver on every conv layer it runs (its first layout and config), the untuned
+// default elsewhere.
+class OneSolverPlanner final : public ConvPlanner {
+ public:
+  explicit OneSolverPlanner(const ConvSolver* solver) : solver_(solver) {}
+  ConvLayerPlan plan(const ConvProblem& fwd) override {
+    ConvLayerPlan plan;
+    for (Direction dir : {Direction::fwd, Direction::bwd_data, Direction::bwd_weights}) {
+      const ConvProblem p = fwd.with_dir(dir);
+      if (!solver_->applicable(p, nullptr)) return fallback_.plan(fwd);
+      const Layout layout = solver_->layouts(p).front();
+      const ConvPlan one{solver_, solver_->configs(p).front(), layout};
+      (dir == Direction::fwd ? plan.fwd : dir == Direction::bwd_data ? plan.bwd_data : plan.bwd_weights) = one;
+    }
+    if (plan.fwd.layout != plan.bwd_data.layout || plan.fwd.layout != plan.bwd_weights.layout)
+      return fallback_.plan(fwd);
+    ++used;
+    return plan;
+  }
+  int used = 0;
+
+ private:
+  const ConvSolver* solver_;
+  FirstApplicablePlanner fallback_;
+};
+
+struct Fixture {
+  std::string name;
+  Shape input;  // C, H, W
+  int classes;
+};
+
+class OnnxFixtures : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(OnnxFixtures, GiveTorchsLogitsOnEveryCpuSolverThatRunsTheirLayers) {
+  const Fixture& f = GetParam();
+  const fs::path file = onnx_dir() / (f.name + ".onnx");
+  if (!fs::exists(file)) GTEST_SKIP() << "no " << file << " (../shared/data/onnx)";
+  EXPECT_EQ(model_input_shape(file.string()), f.input);
+  const std::vector<float> input = read_floats(onnx_dir() / (f.name + ".input.bin"));
+  const std::vector<float> want = read_floats(onnx_dir() / (f.name + ".output.bin"));
+  Shape batch = f.input;
+  batch.insert(batch.begin(), static_cast<std::int64_t>(input.size() / (f.input[0] * f.input[1] * f.input[2])));
+  ASSERT_EQ(want.size(), static_cast<std::size_t>(batch[0] * f.classes));
+  Tensor x = Tensor::empty(batch);
+  std::memcpy(x.data<float>(), input.data(), input.size() * sizeof(float));
+  int solvers_used = 0;
+  for (const ConvSolver* solver : cpu_conv_solvers()) {
+    auto planner = std::make_shared<OneSolverPlanner>(solver);
+    Planners planners;
+    planners.conv = planner;
+    Rng rng(5);
+    auto model = build_model(file.string(), {.input_shape = f.input, .num_classes = f.classes,
+                                             .dropout_rng = nullptr, .planners = planners}, rng);
+    model->eval();
+    const Tensor logits = model->forward(Variable(x)).data();
+    ASSERT_EQ(logits.shape(), (Shape{batch[0], f.classes}));
+    if (planner->used == 0) continue;  // the solver runs none of its layers
+    ++solvers_used;
+    EXPECT_LT(relative_error(logits, want), 1e-4) << f.name << " with " << solver->name() << " on "
+                                                  << planner->used << " conv layers";
+  }
+  EXPECT_GE(solvers_used, 3) << "too few solvers ran " << f.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorchExports, OnnxFixtures,
+                         ::testing::Values(Fixture{"lenet", {1, 28, 28}, 10},
+                                           Fixture{"mobilenet-0.25-128", {3, 128, 128}, 1000}),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(OnnxImport, NotesTheDroppedSoftmaxAndChecksTheClassCount) {
+  const fs::path file = onnx_dir() / "lenet.onnx";
+  if (!fs::exists(file)) GTEST_SKIP() << "no " << file;
+  const OnnxNetwork net = import_onnx(file, std::make_shared<Rng>(1));
+  EXPECT_EQ(net.classes, 10);
+  EXPECT_EQ(net.input, (Shape{1, 28, 28}));
+  Rng rng(1);
+  testing::expect_error([&] { build_model(file.string(), {.input_shape = {1, 28, 28}, .num_classes = 7, .dropout_rng = nullptr, .planners = {}}, rng); },
+                        {"lenet.onnx", "ends in 10 classes", "the data has 7"});
+  testing::expect_error([&] { build_model(file.string(), {.input_shape = {3, 28, 28}, .num_classes = 10, .dropout_rng = nullptr, .planners = {}}, rng); },
+                        {"lenet.onnx", "takes [1, 28, 28]"});
+}
+
+// ---- bad files, built with ONNX's own protobuf classes ----
+
+class BadOnnx : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+
+  static onnx::ModelProto chain(const std::vector<std::string>& ops) {
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    g->set_name("g");
+    add_value(g->add_input(), "x", {1, 2, 4, 4});
+    std::string current = "x";
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      onnx::NodeProto* n = g->add_node();
+      n->set_op_type(ops[i]);
+      n->set_name("n" + std::to_string(i));
+      n->add_input(current);
+      current = "v" + std::to_string(i);
+      n->add_output(current);
+    }
+    add_value(g->add_output(), current, {1, 2, 4, 4});
+    return m;
+  }
+
+  static void add_value(onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::int64_t>& dims) {
+    v->set_name(name);
+    auto* type = v->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t d : dims) type->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+
+  static void add_weight(onnx::GraphProto* g, onnx::NodeProto* node, const std::string& name,
+                         const std::vector<std::int64_t>& dims) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) t->add_dims(d), n *= d;
+    for (std::int64_t i = 0; i < n; ++i) t->add_float_data(0.5f);
+    node->add_input(name);
+  }
+
+  fs::path save(const onnx::ModelProto& m, const std::string& name) {
+    const fs::path file = dir_.path() / name;
+    std::ofstream out(file, std::ios::binary);
+    m.SerializeToOstream(&out);
+    return file;
+  }
+
+  void expect_refused(const fs::path& file, std::vector<std::string> parts) {
+    parts.insert(parts.begin(), file.string());
+    testing::expect_error([&] { import_onnx(file, std::make_shared<Rng>(1)); }, parts);
+  }
+};
+
+TEST_F(BadOnnx, AFileThatIsNotOnnxOrIsTruncatedOrMissing) {
+  const fs::path text = dir_.path() / "text.onnx";
+  std::ofstream(text) << "this is not a protobuf\n";
+  expect_refused(text, {"not an ONNX model"});
+  const fs::path lenet = onnx_dir() / "lenet.onnx";
+  if (fs::exists(lenet)) {
+    const fs::path cut = dir_.path() / "cut.onnx";
+    fs::copy_file(lenet, cut);
+    fs::resize_file(cut, fs::file_size(lenet) / 2);
+    expect_refused(cut, {"not an ONNX model"});
+  }
+  expect_refused(dir_.path() / "missing.onnx", {"cannot open"});
+}
+
+TEST_F(BadOnnx, AnUnsupportedOpIsNamedWithItsNodeAndTheSupportedSet) {
+  expect_refused(save(chain({"Relu", "Sigmoid"}), "sigmoid.onnx"),
+                 {"node 1 'n1' (Sigmoid)", "op Sigmoid is not supported", "Conv, BatchNormalization"});
+}
+
+TEST_F(BadOnnx, ABranchIsRefused) {
+  onnx::ModelProto m = chain({"Relu", "Relu", "Relu"});
+  m.mutable_graph()->mutable_node(2)->set_input(0, "v0");  // v0 feeds nodes 1 and 2
+  expect_refused(save(m, "branch.onnx"), {"node 0 'n0' (Relu)", "'v0' feeds 2 nodes", "not a graph that branches"});
+  m.mutable_graph()->mutable_node(2)->set_input(0, "v1");
+  m.mutable_graph()->mutable_node(1)->set_input(0, "x");  // the input feeds nodes 0 and 1
+  expect_refused(save(m, "input_branch.onnx"), {"input 'x' feeds 2 nodes"});
+}
+
+TEST_F(BadOnnx, AWeightOfTheWrongShapeIsNamed) {
+  onnx::ModelProto m = chain({"Conv"});
+  onnx::NodeProto* conv = m.mutable_graph()->mutable_node(0);
+  add_weight(m.mutable_graph(), conv, "w", {3, 5, 3, 3});  // 5 input channels; the input has 2
+  expect_refused(save(m, "weight.onnx"), {"node 0 'n0' (Conv)", "takes 5 channels; the input has 2"});
+}
+
+TEST_F(BadOnnx, AHugeDeclaredDimensionIsRefusedBeforeAnythingIsAllocated) {
+  onnx::ModelProto m = chain({"Relu"});
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(
+      std::int64_t{1} << 40);
+  expect_refused(save(m, "huge.onnx"), {"dim 2 is 1099511627776", "from 1 to 65536"});
+}
+
+TEST_F(BadOnnx, UnsupportedAttributeValuesAreNamed) {
+  onnx::ModelProto m = chain({"Conv"});
+  onnx::NodeProto* conv = m.mutable_graph()->mutable_node(0);
+  add_weight(m.mutable_graph(), conv, "w", {2, 2, 3, 3});
+  onnx::AttributeProto* dil = conv->add_attribute();
+  dil->set_name("dilations");
+  dil->set_type(onnx::AttributeProto::INTS);
+  dil->add_ints(2), dil->add_ints(2);
+  expect_refused(save(m, "dilated.onnx"), {"(Conv)", "dilation 2x2 is not supported"});
+}
+
+TEST_F(BadOnnx, AnOutputThatIsNotClassesIsRefused) {
+  expect_refused(save(chain({"Relu"}), "image_out.onnx"), {"ends in shape [2, 4, 4]", "[batch, classes]"});
+}
+
+}  // namespace
+}  // namespace tunecnn
