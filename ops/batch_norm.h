@@ -40,6 +40,7 @@ class BatchNorm2d : public Module {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
   }
   std::string describe() const override;  // "BatchNorm2d(64)"
+  const BatchNormOptions& options() const { return options_; }
 
  private:
   int channels_;

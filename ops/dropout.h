@@ -28,6 +28,7 @@ class Dropout : public Module {
   Dropout(double p, std::shared_ptr<Rng> rng);
   Variable forward(const Variable& input) override;
   std::string describe() const override;
+  double p() const { return p_; }
 
  private:
   double p_;

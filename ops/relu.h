@@ -31,6 +31,7 @@ class ReLU : public Module {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
   }
   std::string describe() const override;  // "ReLU", or "ReLU6" for a cap of 6
+  double cap() const { return cap_; }  // kNoCap: none
 
  private:
   double cap_;

@@ -54,6 +54,18 @@ TEST(CommandLine, AnOptionWhereAValueShouldBeIsAnErrorNamingBoth) {
   EXPECT_EQ(usage_error({"--lr", "-1"}), "") << "a negative number is a value";
 }
 
+TEST(CommandLine, AOneLetterOptionTakesOneDash) {
+  CommandLine cli("prog", "test");
+  cli.option("o", "", "output");
+  cli.option("lr", "0.02", "rate");
+  const std::array<const char*, 5> args = {"prog", "-o", "net.onnx", "--lr", "-1"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(args.size()), args.data()));
+  EXPECT_EQ(cli.get("o"), "net.onnx");
+  EXPECT_EQ(cli.get("lr"), "-1");
+  EXPECT_NE(cli.help().find("  -o VALUE"), std::string::npos) << cli.help();
+  EXPECT_EQ(usage_error({"-e", "3"}), "unexpected argument '-e' (options start with --; see --help)");
+}
+
 TEST(CommandLine, ANumberThatIsNotOneIsAUsageError) {
   CommandLine cli = example();
   const std::array<const char*, 5> args = {"prog", "--epochs", "two", "--lr", "0.1x"};

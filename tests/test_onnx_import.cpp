@@ -114,12 +114,7 @@ TEST_P(OnnxFixtures, GiveTorchsLogitsOnEveryCpuSolverThatRunsTheirLayers) {
 INSTANTIATE_TEST_SUITE_P(PyTorchExports, OnnxFixtures,
                          ::testing::Values(Fixture{"lenet", {1, 28, 28}, 10},
                                            Fixture{"mobilenet-0.25-128", {3, 128, 128}, 1000}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return testing::test_name(info.param.name); });
 
 TEST(OnnxImport, NotesTheDroppedSoftmaxAndChecksTheClassCount) {
   const fs::path file = onnx_dir() / "lenet.onnx";

@@ -63,6 +63,8 @@ bool CommandLine::parse(int argc, const char* const* argv) {
       std::cout << help();
       return false;
     }
+    // A one-letter option is written with one dash, as in `-o FILE`.
+    if (arg.size() == 2 && arg[0] == '-' && specs_.count(arg.substr(1))) arg = "-" + arg;
     if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (options start with --; see --help)");
     std::string name = arg.substr(2), value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -117,7 +119,7 @@ std::string CommandLine::help() const {
   std::string out = "usage: " + program_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
   for (const std::string& name : order_) {
     const Spec& spec = specs_.at(name);
-    std::string left = "  --" + name + (spec.is_flag ? "" : " VALUE");
+    std::string left = (name.size() == 1 ? "  -" : "  --") + name + (spec.is_flag ? "" : " VALUE");
     left.resize(std::max<std::size_t>(left.size() + 2, 26), ' ');
     out += left + spec.help;
     if (!spec.is_flag && !spec.default_value.empty()) out += " (default: " + spec.default_value + ")";

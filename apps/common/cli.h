@@ -32,7 +32,8 @@ Shape parse_chw(const std::string& text, const std::string& option);
 class CommandLine {
  public:
   CommandLine(std::string program, std::string summary);
-  // Declares an option taking a value, with its default ("" for none) and help text.
+  // Declares an option taking a value, with its default ("" for none) and help text. A one-letter
+  // name is written -X on the command line (and --X).
   void option(const std::string& name, const std::string& default_value, const std::string& help);
   void flag(const std::string& name, const std::string& help);
   // Parses argv; returns false when --help was asked (help is then printed to stdout).

@@ -50,6 +50,7 @@ TrainOptions options_from(const CommandLine& cli) {
   o.resume = cli.has("resume");
   o.overwrite = cli.has("overwrite");
   o.log_csv = cli.get("log");
+  o.export_onnx = cli.get("export");
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");
   o.tune = cli.get("tune");
@@ -128,8 +129,11 @@ CommandLine train_command_line() {
                                    "every epoch and on Ctrl-C; one holding an earlier run's needs --resume or --overwrite");
   cli.option("checkpoint-every", "0", "also checkpoint every N batches (0: only per epoch)");
   cli.flag("resume", "continue from the checkpoint in --checkpoint-dir (previous.ckpt when last.ckpt is corrupt)");
-  cli.flag("overwrite", "start afresh although --checkpoint-dir holds an earlier run's checkpoint");
+  cli.flag("overwrite", "start afresh although --checkpoint-dir holds an earlier run's checkpoint; "
+                        "replace an existing --export file");
   cli.option("log", "", "CSV file with one row per epoch");
+  cli.option("export", "", "at the end, write the trained network to this ONNX file (opset 13: for "
+                           "ONNX runtimes, or --model FILE.onnx here); an existing file needs --overwrite");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
   cli.option("tune", "cached", "conv tuning: off (time nothing: cached entries, else the device "

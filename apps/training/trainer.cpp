@@ -19,6 +19,7 @@
 #include "apps/training/csv_log.h"
 #include "apps/training/data_parallel.h"
 #include "apps/training/data_sources.h"
+#include "apps/training/model_export.h"
 #include "apps/training/progress.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
@@ -222,6 +223,7 @@ Variable Run::input_of(const Batch& batch) {
 void Run::setup() {
   check_device();
   check_checkpoint_dir();
+  if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export");
   set_num_threads(dp_.threads_per_rank(o_.threads));
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
@@ -305,6 +307,13 @@ void Run::prepare_plans() {
   if (dp_.active() && dp_.comm().is_root()) dp_.send_tuning(*tuner_);
 }
 
+// "1,28,28": an example's shape as export-onnx reads it back (parse_chw).
+std::string chw_text(const Shape& chw) {
+  std::string text;
+  for (std::int64_t d : chw) text += (text.empty() ? "" : ",") + std::to_string(d);
+  return text;
+}
+
 // Rank 0 writes; every rank's dropout stream goes in, so each resumes its own.
 void Run::save(const std::string& why) {
   if (o_.checkpoint_dir.empty()) return;
@@ -319,7 +328,9 @@ void Run::save(const std::string& why) {
                {"next_batch", std::to_string(next_batch_)},
                {"dropout_rng", dropout_rng_->state()},
                {"sum_loss", exact(sums_.loss)}, {"sum_seconds", exact(sums_.seconds)},
-               {"sum_correct", std::to_string(sums_.correct)}, {"sum_seen", std::to_string(sums_.seen)}};
+               {"sum_correct", std::to_string(sums_.correct)}, {"sum_seen", std::to_string(sums_.seen)},
+               {"input", chw_text(data_.train->example_shape())},
+               {"classes", std::to_string(data_.train->num_classes())}};
   for (std::size_t r = 1; r < dropout_states.size(); ++r)
     data.meta["dropout_rng/" + std::to_string(r)] = dropout_states[r];
   add_module_state(*model_, data);
@@ -631,6 +642,8 @@ TrainResult Run::execute() {
     sums_ = {};
     save("end of epoch " + std::to_string(metrics.epoch));
   }
+  if (!o_.export_onnx.empty() && dp_.comm().is_root())
+    export_model(*model_, data_.train->example_shape(), o_.export_onnx, out_);
   return result;
 }
 

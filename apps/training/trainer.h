@@ -45,6 +45,7 @@ struct TrainOptions {
   // the first save); without it such a run is refused before anything slow happens.
   bool overwrite = false;
   std::filesystem::path log_csv;         // empty: no CSV log
+  std::filesystem::path export_onnx;     // empty: none; else the trained network as ONNX at the end
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
   bool quiet = false;                    // no progress lines (tests)

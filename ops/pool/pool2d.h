@@ -44,6 +44,8 @@ class Pool2d : public Module {
   // The layouts `device`'s pool solvers take (the GPU's: NCHW and CHWN, from pool_tiled).
   std::vector<Layout> input_layouts(const Shape& input, Device device) const;
   std::string describe() const override;
+  PoolKind kind() const { return kind_; }
+  const PoolGeometry& geometry() const { return geometry_; }
 
   // The forward problem for an f32 input of this shape.
   PoolProblem problem_for(const Shape& input) const;

@@ -1,5 +1,6 @@
 #include "tests/support/test_data.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <random>
 
@@ -40,6 +41,12 @@ std::vector<double> values(const Tensor& t) {
 
 std::vector<double> nchw_values(const Tensor& t) {
   return values(t.ndim() == 4 ? convert_layout_reference(t, Layout::NCHW) : t);
+}
+
+std::string test_name(std::string name) {
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
 }
 
 }  // namespace tunecnn::testing

@@ -28,5 +28,8 @@ Tensor random_tensor(const Shape& shape, Rng& rng, DType dtype = DType::f32, dou
 std::vector<double> values(const Tensor& t);
 // A 4-D tensor's elements in logical NCHW order whatever its layout; others as values().
 std::vector<double> nchw_values(const Tensor& t);
+// A model or file name as a GoogleTest parameter name: every character but letters and digits
+// becomes '_' ("mobilenet-0.25-128" -> "mobilenet_0_25_128").
+std::string test_name(std::string name);
 
 }  // namespace tunecnn::testing
