@@ -21,12 +21,13 @@ SubcommandLine prune_command_line() {
       "autotune prune [F]",
       "Shrinks a tuning cache (F, else --tune-cache, else the default file). Drops device "
       "sections written by an older tunecnn and sections no run has used for --older-than days "
-      "(this machine's sections are kept; sections from before tunecnn dated them are kept "
-      "unless --drop-undated), entries whose chosen solver this build no longer has, and, with "
-      "--keep-candidates best, every candidate that no plan reads: each entry keeps its choice "
-      "and, per layout, its best and fastest candidates, which is what --tune cached and --tune "
-      "verify use. Runs restricted by --force-solver or a smaller --max-workspace may re-tune "
-      "pruned keys. Prints what it removed and the size before and after.");
+      "(this machine's CPU section at --threads and its GPU's are kept; sections from before "
+      "tunecnn dated them are kept unless --drop-undated), entries whose chosen solver this "
+      "build no longer has, and, with --keep-candidates best, every candidate that no plan "
+      "reads: each entry keeps its choice and, per layout, its best and fastest candidates, "
+      "which is what --tune cached and --tune verify use. Runs restricted by --force-solver or "
+      "a smaller --max-workspace may re-tune pruned keys. Prints what it removed and the size "
+      "before and after.");
   cli.option("older-than", "90", "drop device sections last used more than DAYS days ago");
   cli.flag("drop-undated", "also drop device sections that have no last-used date");
   cli.option("keep-candidates", "best",
