@@ -58,6 +58,9 @@ struct DeviceRecord {
   std::map<std::string, std::string> fingerprint;
   DeviceThresholds thresholds;
   std::map<std::string, TuningEntry> entries;  // by key
+  // "YYYY-MM-DD" (UTC): the last day a run looked up or stored entries of this device, which is
+  // what `autotune prune` ages sections by. Empty: unknown (a cache written before the field).
+  std::string last_used;
   bool operator==(const DeviceRecord&) const = default;
 };
 

@@ -96,6 +96,7 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
       warn_unoffered_configs(*entry, subject);
       if (usable(*entry, subject)) {
         ++stats_.from_cache;
+        note_use();
         return &remember(*entry);
       }
       warn("tuning cache " + cache_label() + ": no candidate of the entry for " + key +

@@ -200,6 +200,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
 
   void store(const TuningEntry& entry, bool forcible);  // forcible: --force-solver applies
   void store_transform_bandwidths(const std::map<std::string, double>& gbps);
+  // A cached entry of this device was used: flush() dates its section today, once a day at most.
+  void note_use();
 
   TunePolicy policy_;
   std::filesystem::path cache_path_;
@@ -214,6 +216,8 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   std::vector<TuningEntry> unsaved_;  // in cache_ but not yet in the file
   double last_save_s_ = 0;            // steady clock, at construction or the last write
   bool save_failed_ = false;
+  std::string today_;                 // UTC "YYYY-MM-DD" at construction
+  bool use_undated_ = false;          // used today, and the file's last_used for us is older
   mutable std::recursive_mutex mutex_;
 };
 

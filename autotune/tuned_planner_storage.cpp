@@ -32,6 +32,7 @@ TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
       device_fields_(std::move(device_fields)) {
   TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
   last_save_s_ = steady_seconds();
+  today_ = utc_date_today();
   LoadedTuningCache loaded = load_tuning_cache(cache_path_);
   for (const std::string& w : loaded.warnings) warn(w);
   cache_ = std::move(loaded.cache);
@@ -57,21 +58,35 @@ void TunedPlanner::store(const TuningEntry& entry, bool forcible) {
   if (steady_seconds() - last_save_s_ >= kSaveIntervalSeconds) flush();
 }
 
+// Only the first use of a day costs a write, and a pass that also stores entries shares it: a
+// cache used every day is rewritten once a day for its date, never per lookup.
+void TunedPlanner::note_use() {
+  const auto device = cache_.devices().find(device_id_);
+  if (device != cache_.devices().end() && device->second.last_used < today_) use_undated_ = true;
+}
+
 void TunedPlanner::flush() {
   std::lock_guard lock(mutex_);
-  if (unsaved_.empty() || save_failed_) return;
+  if (save_failed_ || (unsaved_.empty() && !use_undated_)) return;
+  const bool date_only = unsaved_.empty();
   try {
     LoadedTuningCache written = update_tuning_cache_file(cache_path_, [&](TuningCache& fresh) {
       for (const TuningEntry& entry : unsaved_) fresh.put(device_id_, device_fields_, entry);
+      fresh.mark_used(device_id_, utc_date_today());
     });
     for (const std::string& w : written.warnings) warn(w);
     cache_ = std::move(written.cache);
   } catch (const std::exception& e) {
-    // A cache we cannot write must not stop training: the decisions stay in cache_.
-    save_failed_ = true;
-    warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
-         "; tuned plans are kept for this run only");
+    // A date is bookkeeping: a read-only cache that serves cached runs stays silent, and a later
+    // store still tries (and warns) on its own.
+    if (!date_only) {
+      // A cache we cannot write must not stop training: the decisions stay in cache_.
+      save_failed_ = true;
+      warn("cannot write the tuning cache " + cache_path_.string() + ": " + user_message(e) +
+           "; tuned plans are kept for this run only");
+    }
   }
+  use_undated_ = false;
   unsaved_.clear();
   last_save_s_ = steady_seconds();
 }
@@ -88,6 +103,7 @@ void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double
     DeviceThresholds t = cache.thresholds(device_id_);
     t.transform_gbps = gbps;
     cache.set_thresholds(device_id_, device_fields_, t);
+    cache.mark_used(device_id_, utc_date_today());
   };
   if (!save_failed_) {
     try {

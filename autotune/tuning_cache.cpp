@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +60,14 @@ void TuningCache::set_thresholds(const std::string& device_id,
                                  const std::map<std::string, std::string>& fingerprint,
                                  const DeviceThresholds& thresholds) {
   device_section(device_id, fingerprint).thresholds = thresholds;
+}
+
+// ISO dates compare correctly as strings.
+bool TuningCache::mark_used(const std::string& device_id, const std::string& date) {
+  const auto device = devices_.find(device_id);
+  if (device == devices_.end() || device->second.last_used >= date) return false;
+  device->second.last_used = date;
+  return true;
 }
 
 void TuningCache::put_device(DeviceRecord device) {
@@ -261,6 +270,7 @@ TuningCache merge(const TuningCache& a, const TuningCache& b) {
       continue;
     }
     DeviceRecord merged = mine->second;
+    merged.last_used = std::max(merged.last_used, theirs.last_used);
     merged.thresholds.mec_t = first_known(merged.thresholds.mec_t, theirs.thresholds.mec_t);
     merged.thresholds.ct = first_known(merged.thresholds.ct, theirs.thresholds.ct);
     merged.thresholds.nt = first_known(merged.thresholds.nt, theirs.thresholds.nt);
@@ -290,6 +300,15 @@ fs::path default_tuning_cache_path() {
   if (const std::string home = env("HOME"); !home.empty())
     return fs::path(home) / ".cache" / "tunecnn" / "tuning.yaml";
   return fs::path("tunecnn-tuning.yaml");  // no home at all: the working folder
+}
+
+std::string utc_date_today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  return text;
 }
 
 }  // namespace tunecnn

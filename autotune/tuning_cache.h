@@ -36,6 +36,10 @@ class TuningCache {
                       const std::map<std::string, std::string>& fingerprint,
                       const DeviceThresholds& thresholds);
 
+  // Moves the device's last_used forward to `date` ("YYYY-MM-DD"); false when the section is
+  // absent or already dated `date` or later, so callers write the file only when a day changed.
+  bool mark_used(const std::string& device_id, const std::string& date);
+
   const std::map<std::string, DeviceRecord>& devices() const { return devices_; }
   void put_device(DeviceRecord device);  // replaces any section with the same id
   bool empty() const { return devices_.empty(); }
@@ -87,11 +91,14 @@ LoadedTuningCache update_tuning_cache_file(const std::filesystem::path& path,
 
 // Both caches' devices and entries. Where both hold a key for a device, the better-measured entry
 // wins: more timed runs over all its candidates, then the newer provenance date, then `a`.
-// Each threshold comes from `a` when it has it, else from `b`.
+// Each threshold comes from `a` when it has it, else from `b`; last_used is the later of the two.
 TuningCache merge(const TuningCache& a, const TuningCache& b);
 
 // $TUNECNN_TUNE_CACHE when set, else $XDG_CACHE_HOME/tunecnn/tuning.yaml, else
 // ~/.cache/tunecnn/tuning.yaml.
 std::filesystem::path default_tuning_cache_path();
+
+// Today's date in UTC as "YYYY-MM-DD", the form of DeviceRecord::last_used.
+std::string utc_date_today();
 
 }  // namespace tunecnn

@@ -94,6 +94,7 @@ void emit_device(YAML::Emitter& out, const DeviceRecord& d) {
   begin_map(out, d.fingerprint.empty());
   for (const auto& [name, value] : d.fingerprint) out << YAML::Key << name << YAML::Value << value;
   out << YAML::EndMap;
+  if (!d.last_used.empty()) out << YAML::Key << "last_used" << YAML::Value << d.last_used;
   out << YAML::Key << "thresholds" << YAML::Value;
   emit_thresholds(out, d.thresholds);
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;

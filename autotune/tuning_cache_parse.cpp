@@ -195,6 +195,28 @@ void parse_entries(const YAML::Node& entries, DeviceRecord& device, const std::s
   }
 }
 
+bool is_iso_date(const std::string& text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (text[i] < '0' || text[i] > '9') return false;
+  return true;
+}
+
+// Absent in caches written before the field: unknown. A bad date is only bookkeeping, so it is
+// dropped with a warning rather than costing the section.
+std::string parse_last_used(const YAML::Node& node, const std::string& where,
+                            std::vector<std::string>& warnings) {
+  if (!node || node.IsNull()) return "";
+  try {
+    const auto date = scalar_as<std::string>(node, "last_used");
+    if (is_iso_date(date)) return date;
+    TUNECNN_FAIL("bad date '", date, "' (expected YYYY-MM-DD)");
+  } catch (const std::exception& e) {
+    warnings.push_back(where + ": ignored 'last_used': " + user_message(e));
+  }
+  return "";
+}
+
 // Throws Error for a device section that cannot be read at all; the caller skips it.
 DeviceRecord parse_device(const YAML::Node& node, const std::string& source,
                           std::vector<std::string>& warnings, const SolverFilter& known) {
@@ -208,6 +230,7 @@ DeviceRecord parse_device(const YAML::Node& node, const std::string& source,
     device.fingerprint[scalar_as<std::string>(item.first, "fingerprint field")] =
         scalar_as<std::string>(item.second, "fingerprint value");
   const std::string where = source + ", device " + device.id;
+  device.last_used = parse_last_used(node["last_used"], where, warnings);
   device.thresholds = parse_thresholds(node["thresholds"], where, warnings);
   parse_entries(node["entries"], device, where, warnings, known);
   return device;

@@ -31,6 +31,10 @@ const std::vector<Subcommand>& subcommands() {
        run_fingerprint},
       {"diff", "compare two caches' decisions and thresholds (exit 1 when they differ)", run_diff,
        2},
+      {"stats", "a cache's size and, per device section, entries, candidates, version, last use",
+       run_stats},
+      {"prune", "drop stale and old-version sections, gone solvers and unread candidates",
+       run_prune},
   };
   return list;
 }

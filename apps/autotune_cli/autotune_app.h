@@ -1,6 +1,7 @@
 #pragma once
 // `autotune`: the command line over the tuner and its YAML cache (profile, calibrate, show,
-// explain, merge, diff). A library, so the tests drive exactly what the executable runs.
+// explain, merge, diff, stats, prune). A library, so the tests drive exactly what the executable
+// runs.
 #include <iosfwd>
 #include <string>
 #include <vector>

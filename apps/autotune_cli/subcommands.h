@@ -19,5 +19,7 @@ int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err
 int run_merge(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_fingerprint(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_diff(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_stats(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_prune(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace tunecnn
