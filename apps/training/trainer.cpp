@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "apps/common/device_check.h"
+#include "apps/training/classification_metrics.h"
 #include "apps/training/csv_log.h"
 #include "apps/training/data_parallel.h"
 #include "apps/training/data_sources.h"
@@ -69,29 +70,6 @@ struct EpochSums {
   double loss = 0, seconds = 0;
   std::int64_t correct = 0, seen = 0;
 };
-
-std::int64_t count_correct(const Tensor& logits, const std::vector<std::int32_t>& labels) {
-  const std::vector<std::int32_t> predicted = argmax_rows(logits.to(Device::cpu));
-  std::int64_t correct = 0;
-  for (std::size_t i = 0; i < labels.size(); ++i) correct += predicted[i] == labels[i];
-  return correct;
-}
-
-// Examples whose label is among the k highest logits: fewer than k classes score strictly
-// higher (a tie with the label counts in its favour, as ImageNet's top-5 is usually scored).
-std::int64_t count_in_top_k(const Tensor& device_logits, const std::vector<std::int32_t>& labels, int k) {
-  const Tensor logits = device_logits.to(Device::cpu);
-  const std::int64_t classes = logits.shape()[1];
-  const float* rows = logits.data<float>();
-  std::int64_t correct = 0;
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const float* row = rows + static_cast<std::int64_t>(i) * classes;
-    const float label_score = row[labels[i]];
-    const auto higher = std::count_if(row, row + classes, [&](float s) { return s > label_score; });
-    correct += higher < k;
-  }
-  return correct;
-}
 
 // The loss as a number on the host, wherever it was computed.
 double scalar_value(const Variable& loss) { return loss.data().to(Device::cpu).data<float>()[0]; }
