@@ -96,6 +96,8 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
       warn_unoffered_configs(*entry, subject);
       if (usable(*entry, subject)) {
         ++stats_.from_cache;
+        const TuningEntry* system_entry = system_.find(device_id_, key);
+        stats_.from_system += system_entry != nullptr && *system_entry == *entry;
         return &remember(*entry);
       }
       warn("tuning cache " + cache_label() + ": no candidate of the entry for " + key +
