@@ -6,6 +6,7 @@
 
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
+#include "autotune/tuning_cache_layers.h"
 #include "core/error.h"
 #include "datasets/data_loader.h"
 
@@ -68,7 +69,8 @@ std::shared_ptr<TunedPlanner> DataParallel::make_tuner(TunePolicy policy,
   if (!comm_->is_root()) return receive_tuning(cache_path, options);
   DeviceIdentity identity = device_identity(device);  // after the threads are set
   return std::make_shared<TunedPlanner>(policy, cache_path, options, std::move(identity.id),
-                                        std::move(identity.fields));
+                                        std::move(identity.fields),
+                                        default_system_tuning_cache_path());
 }
 
 std::set<std::int64_t> DataParallel::rank_shares(const std::set<std::int64_t>& global_sizes) const {
