@@ -66,7 +66,8 @@ TuningCache layered(const TuningCache& user, const TuningCache& system) {
       continue;
     }
     DeviceRecord device = mine;
-    device.entries.insert(below->second.entries.begin(), below->second.entries.end());  // keeps ours
+    device.entries.insert(below->second.entries.begin(),
+                          below->second.entries.end());  // keeps ours
     device.thresholds = first_known(mine.thresholds, below->second.thresholds);
     out.put_device(std::move(device));
   }

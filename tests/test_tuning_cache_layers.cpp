@@ -288,9 +288,11 @@ TEST(TuningCacheLayers, CorruptSystemCacheIsReportedAndTheRunProceeds) {
   ASSERT_EQ(h.warnings.size(), 1u);
   EXPECT_NE(h.warnings[0].find(site.string()), std::string::npos) << h.warnings[0];
   EXPECT_TRUE(FileState(site) == before);
-  EXPECT_EQ(load_tuning_cache(dir.path() / "user.yaml").cache.devices().at("cpu-test").entries.size(),
-            3u);
-  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"site.yaml", "user.yaml", "user.yaml.lock"}));
+  EXPECT_EQ(
+      load_tuning_cache(dir.path() / "user.yaml").cache.devices().at("cpu-test").entries.size(),
+      3u);
+  EXPECT_EQ(names_in(dir.path()),
+            (std::set<std::string>{"site.yaml", "user.yaml", "user.yaml.lock"}));
 }
 
 }  // namespace

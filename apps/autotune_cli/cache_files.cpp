@@ -24,7 +24,9 @@ TuningCache read_cache_file(const std::filesystem::path& path, std::ostream& err
   return cache;
 }
 
-TuningCache CacheLayers::view() const { return layered(user, system); }
+TuningCache CacheLayers::view() const {
+  return layered(user, system);
+}
 
 std::string_view CacheLayers::layer_of(const std::string& device_id, const std::string& key) const {
   return user.find(device_id, key) != nullptr ? "user" : "system";

@@ -81,7 +81,8 @@ int run_export(const SubcommandArgs& args, std::ostream& out, std::ostream& err)
   const std::string id = section_to_export(o.get("device"), user);
   const auto section = user.devices().find(id);
   TUNECNN_CHECK(section != user.devices().end(), source.string(), " has no section for ", id,
-                " (it has: ", section_ids(user), "); profile this machine first with "
+                " (it has: ", section_ids(user),
+                "); profile this machine first with "
                 "`autotune profile`, or pick a section with --device ID");
 
   TuningCache site;

@@ -23,10 +23,14 @@ void print_entries(const DeviceRecord& device, const LayerOf& layer_of, std::ost
   TextTable table(columns, {"median ms", "candidates"});
   for (const auto& [key, entry] : device.entries) {
     const CandidateResult* chosen = chosen_candidate(entry);
-    std::vector<std::string> row = {
-        key, entry.solver, config_text(entry.config), std::string(to_string(entry.layout)),
-        chosen ? format_ms(chosen->median_ms) : "?", std::to_string(entry.candidates.size()),
-        entry.provenance.date, entry.provenance.host};
+    std::vector<std::string> row = {key,
+                                    entry.solver,
+                                    config_text(entry.config),
+                                    std::string(to_string(entry.layout)),
+                                    chosen ? format_ms(chosen->median_ms) : "?",
+                                    std::to_string(entry.candidates.size()),
+                                    entry.provenance.date,
+                                    entry.provenance.host};
     if (layer_of) row.push_back(layer_of(device.id, key));
     table.add_row(std::move(row));
   }
@@ -41,7 +45,8 @@ std::string entry_count(const DeviceRecord& device, const LayerOf& layer_of) {
   std::string text = std::to_string(device.entries.size());
   if (!layer_of) return text;
   int from_system = 0;
-  for (const auto& [key, entry] : device.entries) from_system += layer_of(device.id, key) == "system";
+  for (const auto& [key, entry] : device.entries)
+    from_system += layer_of(device.id, key) == "system";
   return text + " (" + std::to_string(device.entries.size() - from_system) + " user, " +
          std::to_string(from_system) + " system)";
 }
@@ -99,8 +104,8 @@ int run_show(const SubcommandArgs& args, std::ostream& out, std::ostream& err) {
     print_cache(layers.user, LayerOf(), cli.options(), out);
     return 0;
   }
-  out << "system cache " << layers.system_path.string() << " (read-only, under the user's): "
-      << layers.system.devices().size() << " device(s)\n";
+  out << "system cache " << layers.system_path.string()
+      << " (read-only, under the user's): " << layers.system.devices().size() << " device(s)\n";
   const LayerOf layer_of = [&](const std::string& device_id, const std::string& key) {
     return std::string(layers.layer_of(device_id, key));
   };
