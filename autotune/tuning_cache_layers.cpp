@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -32,6 +34,22 @@ bool absent(const fs::path& path) {
   if (status.type() == fs::file_type::not_found) return true;
   TUNECNN_CHECK(!error, path.string(), ": ", error.message());
   return false;
+}
+
+template <class T>
+void drop_if_equal(std::optional<T>& mine, const std::optional<T>& system) {
+  if (mine == system) mine.reset();
+}
+
+DeviceThresholds thresholds_above(DeviceThresholds mine, const DeviceThresholds& system) {
+  drop_if_equal(mine.mec_t, system.mec_t);
+  drop_if_equal(mine.ct, system.ct);
+  drop_if_equal(mine.nt, system.nt);
+  std::erase_if(mine.transform_gbps, [&](const auto& pair) {
+    const auto theirs = system.transform_gbps.find(pair.first);
+    return theirs != system.transform_gbps.end() && theirs->second == pair.second;
+  });
+  return mine;
 }
 
 }  // namespace
@@ -70,6 +88,26 @@ TuningCache layered(const TuningCache& user, const TuningCache& system) {
                           below->second.entries.end());  // keeps ours
     device.thresholds = first_known(mine.thresholds, below->second.thresholds);
     out.put_device(std::move(device));
+  }
+  return out;
+}
+
+TuningCache above_system(const TuningCache& view, const TuningCache& system) {
+  TuningCache out;
+  for (const auto& [id, device] : view.devices()) {
+    const auto below = system.devices().find(id);
+    if (below == system.devices().end()) {
+      out.put_device(device);
+      continue;
+    }
+    DeviceRecord mine = device;
+    std::erase_if(mine.entries, [&](const auto& item) {
+      const auto theirs = below->second.entries.find(item.first);
+      return theirs != below->second.entries.end() && theirs->second == item.second;
+    });
+    mine.thresholds = thresholds_above(mine.thresholds, below->second.thresholds);
+    if (!mine.entries.empty() || !(mine.thresholds == DeviceThresholds{}))
+      out.put_device(std::move(mine));
   }
   return out;
 }

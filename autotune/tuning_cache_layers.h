@@ -30,4 +30,11 @@ LoadedTuningCache load_system_tuning_cache(const std::filesystem::path& path);
 // what this user measured or chose, and it always wins.
 TuningCache layered(const TuningCache& user, const TuningCache& system);
 
+// The part of a layered view that the system layer does not supply: every entry and threshold
+// of `view` except those equal to the system's for the same device (sections left empty are
+// dropped). A data-parallel rank on another host keeps rank 0's view in its own user cache this
+// way, without copying the system cache the hosts share into it, where the copies would hide a
+// later system cache.
+TuningCache above_system(const TuningCache& view, const TuningCache& system);
+
 }  // namespace tunecnn

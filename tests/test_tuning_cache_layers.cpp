@@ -177,6 +177,45 @@ TEST(TuningCacheLayers, UsersEntriesAndThresholdsHideTheSystems) {
   EXPECT_EQ(merge(user, system).find("cpu-a", "k1")->solver, "im2col_gemm");
 }
 
+// What a layered view holds beyond the system layer, laid over it again, is the view.
+TEST(TuningCacheLayers, AboveSystemKeepsWhatTheSystemDoesNotSupply) {
+  const auto entry = [](const std::string& key, const std::string& solver) {
+    TuningEntry e;
+    e.key = key;
+    e.solver = solver;
+    e.candidates.push_back({solver, {}, Layout::NCHW, 1.0, 0.0, 3, 0, true});
+    return e;
+  };
+  TuningCache user, system;
+  system.put("cpu-a", {{"model", "a"}}, entry("shipped", "mec"));
+  system.put("cpu-a", {{"model", "a"}}, entry("replaced", "mec"));
+  system.put("cpu-s", {{"model", "s"}}, entry("only-system", "direct"));
+  DeviceThresholds shipped;
+  shipped.ct = 64;
+  shipped.transform_gbps = {{"NCHW>CHWN", 5.0}, {"NCHW>NHWC", 6.0}};
+  system.set_thresholds("cpu-a", {{"model", "a"}}, shipped);
+  user.put("cpu-a", {{"model", "a"}}, entry("replaced", "im2col_gemm"));
+  user.put("cpu-a", {{"model", "a"}}, entry("measured", "direct"));
+  user.put("cpu-u", {{"model", "u"}}, entry("only-user", "mec"));
+  DeviceThresholds own = shipped;
+  own.nt = 128;
+  own.transform_gbps["NCHW>NHWC"] = 7.0;
+  user.set_thresholds("cpu-a", {{"model", "a"}}, own);
+
+  const TuningCache view = layered(user, system);
+  const TuningCache above = above_system(view, system);
+  EXPECT_EQ(layered(above, system), view);
+  EXPECT_EQ(above.devices().count("cpu-s"), 0u);
+  EXPECT_EQ(above.find("cpu-a", "shipped"), nullptr);
+  EXPECT_EQ(above.find("cpu-a", "replaced")->solver, "im2col_gemm");
+  EXPECT_NE(above.find("cpu-a", "measured"), nullptr);
+  EXPECT_NE(above.find("cpu-u", "only-user"), nullptr);
+  const DeviceThresholds kept = above.thresholds("cpu-a");
+  EXPECT_FALSE(kept.ct.has_value());
+  EXPECT_EQ(kept.nt, 128);
+  EXPECT_EQ(kept.transform_gbps, (std::map<std::string, double>{{"NCHW>NHWC", 7.0}}));
+}
+
 // ---- the planner over both layers: the target ----
 
 TEST(TuningCacheLayers, FreshMachineOfTheSameKindPlansFromTheSystemCacheWithZeroProfiling) {

@@ -97,7 +97,8 @@ void print_entry(const TuningEntry& entry, const Choice& fallback, std::ostream&
 }
 
 // ", from the system cache FILE" when a system cache is in use, naming the layer an entry is from.
-std::string layer_note(const CacheLayers& layers, const std::string& device_id, const std::string& key) {
+std::string layer_note(const CacheLayers& layers, const std::string& device_id,
+                       const std::string& key) {
   if (!layers.has_system()) return "";
   return layers.layer_of(device_id, key) == "system"
              ? ", from the system cache " + layers.system_path.string()
@@ -105,8 +106,8 @@ std::string layer_note(const CacheLayers& layers, const std::string& device_id, 
 }
 
 // This machine's entry when it has one; otherwise every device's, each named.
-void print_cached(const CacheLayers& layers, const std::string& key, int batch, const Choice& fallback,
-                  const std::string& here, std::ostream& out) {
+void print_cached(const CacheLayers& layers, const std::string& key, int batch,
+                  const Choice& fallback, const std::string& here, std::ostream& out) {
   const TuningCache cache = layers.view();
   if (const TuningEntry* entry = cache.find(here, key)) {
     out << "\ncached for this machine (" << here << ")" << layer_note(layers, here, key) << ":\n";
@@ -175,7 +176,8 @@ int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err
                      "a pooling key (\"pool max fwd mb64 c16 ih28 iw28 kh2 kw2 sh2 sw2 ph0 pw0\") "
                      "or a softmax key (\"softmax_xent mb64 classes10\"); quoting is optional: which solvers apply and why not, their layouts and "
                      "workspaces, and every candidate the cache timed (the user's cache over the "
-                     "read-only system cache, naming the one it came from when there is a system cache).");
+                     "read-only system cache, naming the one it came from when there is a "
+                     "system cache).");
   cli.common_options();
   if (!cli.parse(args, out, 1, SIZE_MAX)) return 0;
   apply_threads(cli.options());
