@@ -96,7 +96,11 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
       warn_unoffered_configs(*entry, subject);
       if (usable(*entry, subject)) {
         ++stats_.from_cache;
-        note_use();
+        // An entry the system layer gave dates nothing: the user's file has no section for it.
+        const TuningEntry* system_entry = system_.find(device_id_, key);
+        const bool from_system = system_entry != nullptr && *system_entry == *entry;
+        stats_.from_system += from_system;
+        if (!from_system) note_use();
         return &remember(*entry);
       }
       warn("tuning cache " + cache_label() + ": no candidate of the entry for " + key +

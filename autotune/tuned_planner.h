@@ -15,6 +15,11 @@
 //           re-timed here (retime_candidates), then stored under this device.
 //   full    profile every key and store the result, whatever the cache holds.
 //
+// The cache may have two layers (tuning_cache_layers.h): the user's file over a read-only system
+// cache. Every lookup above (this device's entry, another device's for verify, the thresholds)
+// reads the layered view, the user's layer first; everything measured is written to the user's
+// file only.
+//
 // An entry keeps every candidate in every layout; a layer's plan takes, for the layout the layer
 // runs in, each direction's best candidate in that layout. The layout comes from the network
 // planner's DP (network_planner.h), or, for a layer planned alone (plan()), from the layer's own
@@ -55,7 +60,8 @@ std::string_view to_string(TunePolicy policy);
 
 struct TunedPlannerStats {
   int keys = 0;            // distinct direction problems planned
-  int from_cache = 0;      // used this device's cached entry
+  int from_cache = 0;      // used this device's cached entry (either layer)
+  int from_system = 0;     // of those, taken from the system layer (the user's file lacks them)
   int profiled = 0;        // tuned in full in this process
   int verified = 0;        // carried over from another device and re-timed (verify)
   int retimed_candidates = 0;  // candidates re-timed by verify, over all verified keys
@@ -81,9 +87,11 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // ---- the cache file (tuned_planner_storage.cpp) ----------------------------------------------
 
   // Loads the cache at `cache_path` (a missing file is an empty cache; an unusable one is moved
-  // aside and reported through options.warn).
+  // aside and reported through options.warn) over the read-only system cache at
+  // `system_cache_path` (empty: none; missing: none, silently; unusable: none, with a warning).
   TunedPlanner(TunePolicy policy, std::filesystem::path cache_path, TunerOptions options,
-               std::string device_id, std::map<std::string, std::string> device_fields);
+               std::string device_id, std::map<std::string, std::string> device_fields,
+               std::filesystem::path system_cache_path = {});
   // A planner over `cache` alone, with no file behind it: what it measures stays in this process.
   // The ranks of a data-parallel job plan this way from the entries rank 0 tuned, so every rank
   // runs rank 0's plan.
@@ -151,9 +159,11 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
 
   TunePolicy policy() const { return policy_; }
   TunedPlannerStats stats() const;
-  // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.27 s (cache FILE)".
+  // "tuning (cached): 6 problems, 4 from cache, 2 profiled in 1.27 s (cache FILE)"; with a system
+  // layer, "4 from cache (3 from the system cache FILE)".
   std::string summary() const;
   const std::filesystem::path& cache_path() const { return cache_path_; }  // empty: in memory
+  // The layered view: the user's file over the system layer.
   const TuningCache& cache() const { return cache_; }
   const std::string& device_id() const { return device_id_; }
   const TunerOptions& options() const { return options_; }
@@ -202,13 +212,17 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   void store_transform_bandwidths(const std::map<std::string, double>& gbps);
   // A cached entry of this device was used: flush() dates its section today, once a day at most.
   void note_use();
+  // cache_ becomes `user` (the user's file as just read or written) over the system layer.
+  void adopt_user_cache(TuningCache user);
 
   TunePolicy policy_;
   std::filesystem::path cache_path_;
   TunerOptions options_;
   std::string device_id_;
   std::map<std::string, std::string> device_fields_;
-  TuningCache cache_;                           // the file as last read or written
+  std::filesystem::path system_path_;           // empty: no system layer
+  TuningCache system_;                          // the system layer, read once, never written
+  TuningCache cache_;  // the user's file as last read or written, over system_
   std::map<std::string, TuningEntry> resolved_;  // by direction problem key
   std::map<std::string, bool> missing_;          // `off` keys without a usable entry
   std::map<std::string, const SoftmaxSolver*> softmax_plans_;  // by key, once resolved

@@ -18,8 +18,11 @@ std::string TunedPlanner::summary() const {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", s.profile_seconds);
   std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
-                    " problems, " + std::to_string(s.from_cache) + " from cache, " +
-                    std::to_string(s.profiled) + " profiled";
+                    " problems, " + std::to_string(s.from_cache) + " from cache";
+  if (s.from_system > 0)
+    out += " (" + std::to_string(s.from_system) + " from the system cache " + system_path_.string() +
+           ")";
+  out += ", " + std::to_string(s.profiled) + " profiled";
   if (s.verified > 0)
     out += ", " + std::to_string(s.verified) + " verified (" + std::to_string(s.retimed_candidates) +
            " candidates re-timed)";

@@ -1,14 +1,17 @@
 // The TunedPlanner's way to the tuning cache on disk: loading the file (or taking a cache in
-// memory), adding the entries it measures, and writing them back in one locked update per pass
-// (update_tuning_cache_file keeps what other processes wrote meanwhile).
+// memory) over the read-only system layer, adding the entries it measures, and writing them back
+// to the user's file in one locked update per pass (update_tuning_cache_file keeps what other
+// processes wrote meanwhile). The system file is read once here and never written.
 #include <exception>
 #include <map>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "autotune/tuned_planner.h"
 #include "autotune/tuned_planner_internal.h"
+#include "autotune/tuning_cache_layers.h"
 #include "core/error.h"
 
 namespace tunecnn {
@@ -20,11 +23,18 @@ namespace {
 // small layer when it was done after every key.
 constexpr double kSaveIntervalSeconds = 1.0;
 
+// The user's own file named as the system layer too would be read twice and hide nothing.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code error;
+  return a == b || std::filesystem::equivalent(a, b, error);
+}
+
 }  // namespace
 
 TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
                            TunerOptions options, std::string device_id,
-                           std::map<std::string, std::string> device_fields)
+                           std::map<std::string, std::string> device_fields,
+                           std::filesystem::path system_cache_path)
     : policy_(policy),
       cache_path_(std::move(cache_path)),
       options_(std::move(options)),
@@ -33,9 +43,19 @@ TunedPlanner::TunedPlanner(TunePolicy policy, std::filesystem::path cache_path,
   TUNECNN_CHECK(!device_id_.empty(), "TunedPlanner: empty device id");
   last_save_s_ = steady_seconds();
   today_ = utc_date_today();
+  if (!system_cache_path.empty() && !same_file(system_cache_path, cache_path_)) {
+    LoadedTuningCache system = load_system_tuning_cache(system_cache_path);
+    for (const std::string& w : system.warnings) warn(w);
+    system_ = std::move(system.cache);
+    if (!system_.empty()) system_path_ = std::move(system_cache_path);
+  }
   LoadedTuningCache loaded = load_tuning_cache(cache_path_);
   for (const std::string& w : loaded.warnings) warn(w);
-  cache_ = std::move(loaded.cache);
+  adopt_user_cache(std::move(loaded.cache));
+}
+
+void TunedPlanner::adopt_user_cache(TuningCache user) {
+  cache_ = system_.empty() ? std::move(user) : layered(user, system_);
 }
 
 TunedPlanner::TunedPlanner(TunePolicy policy, TuningCache cache, TunerOptions options,
@@ -75,7 +95,7 @@ void TunedPlanner::flush() {
       fresh.mark_used(device_id_, utc_date_today());
     });
     for (const std::string& w : written.warnings) warn(w);
-    cache_ = std::move(written.cache);
+    adopt_user_cache(std::move(written.cache));
   } catch (const std::exception& e) {
     // A date is bookkeeping: a read-only cache that serves cached runs stays silent, and a later
     // store still tries (and warns) on its own.
@@ -108,7 +128,7 @@ void TunedPlanner::store_transform_bandwidths(const std::map<std::string, double
   if (!save_failed_) {
     try {
       LoadedTuningCache written = update_tuning_cache_file(cache_path_, add);
-      cache_ = std::move(written.cache);
+      adopt_user_cache(std::move(written.cache));
       return;
     } catch (const std::exception& e) {
       save_failed_ = true;

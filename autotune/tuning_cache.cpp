@@ -261,6 +261,16 @@ std::optional<T> first_known(const std::optional<T>& a, const std::optional<T>& 
 
 }  // namespace
 
+DeviceThresholds first_known(const DeviceThresholds& a, const DeviceThresholds& b) {
+  DeviceThresholds out = a;
+  out.mec_t = first_known(a.mec_t, b.mec_t);
+  out.ct = first_known(a.ct, b.ct);
+  out.nt = first_known(a.nt, b.nt);
+  // std::map::insert keeps a's bandwidth for every pair a has.
+  out.transform_gbps.insert(b.transform_gbps.begin(), b.transform_gbps.end());
+  return out;
+}
+
 TuningCache merge(const TuningCache& a, const TuningCache& b) {
   TuningCache out = a;
   for (const auto& [id, theirs] : b.devices()) {
@@ -271,12 +281,7 @@ TuningCache merge(const TuningCache& a, const TuningCache& b) {
     }
     DeviceRecord merged = mine->second;
     merged.last_used = std::max(merged.last_used, theirs.last_used);
-    merged.thresholds.mec_t = first_known(merged.thresholds.mec_t, theirs.thresholds.mec_t);
-    merged.thresholds.ct = first_known(merged.thresholds.ct, theirs.thresholds.ct);
-    merged.thresholds.nt = first_known(merged.thresholds.nt, theirs.thresholds.nt);
-    // std::map::insert keeps a's bandwidth for every pair a has.
-    merged.thresholds.transform_gbps.insert(theirs.thresholds.transform_gbps.begin(),
-                                            theirs.thresholds.transform_gbps.end());
+    merged.thresholds = first_known(merged.thresholds, theirs.thresholds);
     for (const auto& [key, entry] : theirs.entries) {
       const auto existing = merged.entries.find(key);
       if (existing == merged.entries.end() || better_measured(entry, existing->second))

@@ -93,9 +93,11 @@ LoadedTuningCache update_tuning_cache_file(const std::filesystem::path& path,
 // wins: more timed runs over all its candidates, then the newer provenance date, then `a`.
 // Each threshold comes from `a` when it has it, else from `b`; last_used is the later of the two.
 TuningCache merge(const TuningCache& a, const TuningCache& b);
+// Each of a's thresholds when a has it, else b's (per layout pair for the transform bandwidths).
+DeviceThresholds first_known(const DeviceThresholds& a, const DeviceThresholds& b);
 
-// $TUNECNN_TUNE_CACHE when set, else $XDG_CACHE_HOME/tunecnn/tuning.yaml, else
-// ~/.cache/tunecnn/tuning.yaml.
+// The user's cache: $TUNECNN_TUNE_CACHE when set, else $XDG_CACHE_HOME/tunecnn/tuning.yaml, else
+// ~/.cache/tunecnn/tuning.yaml. The read-only system layer under it: tuning_cache_layers.h.
 std::filesystem::path default_tuning_cache_path();
 
 // Today's date in UTC as "YYYY-MM-DD", the form of DeviceRecord::last_used.

@@ -23,3 +23,12 @@ if(TUNECNN_TESTS AND TUNECNN_HAVE_CUDA)
   endif()
   install(TARGETS ${tunecnn_gpu_tests} RUNTIME DESTINATION tests COMPONENT gpu_tests EXCLUDE_FROM_ALL)
 endif()
+
+# A site's system tuning cache (written by `autotune export`), installed where the programs look
+# for it: share/tunecnn/tuning.yaml beside their bin/ (autotune/tuning_cache_layers.h). Read-only
+# under each user's cache; without it the programs run as before.
+set(TUNECNN_SYSTEM_TUNE_CACHE_FILE "" CACHE FILEPATH
+    "a system tuning cache (autotune export) to install as share/tunecnn/tuning.yaml")
+if(TUNECNN_SYSTEM_TUNE_CACHE_FILE)
+  install(FILES ${TUNECNN_SYSTEM_TUNE_CACHE_FILE} DESTINATION share/tunecnn RENAME tuning.yaml)
+endif()

@@ -14,6 +14,7 @@
 #include "autotune/tuning_cache.h"
 #include "core/threading.h"
 #include "support/autotune_runs.h"
+#include "support/scoped_env.h"
 #include "support/test_data.h"
 
 namespace tunecnn {
@@ -113,6 +114,9 @@ class AutotuneApp : public ::testing::Test {
 
   testing::TempDir dir_;
   DeviceIdentity here_;
+  // No system cache unless a test names one: a site file installed beside the test programs
+  // must not change what these tests see.
+  testing::ScopedEnv no_system_cache_{"TUNECNN_SYSTEM_TUNE_CACHE", ""};
 };
 
 // ---- the command line ----
@@ -120,7 +124,8 @@ class AutotuneApp : public ::testing::Test {
 TEST_F(AutotuneApp, HelpListsSubcommandsAndEverySubcommandHasHelp) {
   const Outcome overview = autotune({"--help"});
   EXPECT_EQ(overview.status, 0);
-  for (const std::string sub : {"profile", "calibrate", "show", "explain", "merge", "fingerprint", "diff"}) {
+  for (const std::string sub :
+       {"profile", "calibrate", "show", "explain", "merge", "export", "fingerprint", "diff"}) {
     EXPECT_TRUE(contains(overview.out, "  " + sub)) << overview.out;
     const Outcome help = autotune({sub, "--help"});
     EXPECT_EQ(help.status, 0) << sub;
@@ -147,7 +152,8 @@ TEST_F(AutotuneApp, UsageErrorsExitTwoAndSayWhatToDo) {
   const Outcome unknown = autotune({"frobnicate"});
   EXPECT_EQ(unknown.status, 2);
   EXPECT_TRUE(contains(unknown.err, "unknown subcommand 'frobnicate'")) << unknown.err;
-  EXPECT_TRUE(contains(unknown.err, "profile, calibrate, show, explain, merge, fingerprint, diff"))
+  EXPECT_TRUE(
+      contains(unknown.err, "profile, calibrate, show, explain, merge, export, fingerprint, diff"))
       << unknown.err;
 
   const Outcome option = autotune({"show", "--bogus", "x.yaml"});
@@ -540,6 +546,159 @@ TEST_F(AutotuneApp, DiffTroubleExitsTwo) {
   const Outcome run = autotune({"diff", save(a, "a.yaml").string(), path("gone.yaml").string()});
   EXPECT_EQ(run.status, 2);
   EXPECT_TRUE(contains(run.err, "no tuning cache at " + path("gone.yaml").string())) << run.err;
+}
+
+// ---- export, and the system cache under the user's ----
+
+TEST_F(AutotuneApp, ExportWritesThisMachinesSectionAndNeverOverwritesUnasked) {
+  TuningCache cache;
+  cache.put(here_.id, here_.fields, tuned_3x3());
+  cache.put(here_.id, here_.fields, entry(kKey5x5, {candidate("im2col_gemm", 0.25, 7)}));
+  DeviceThresholds thresholds;
+  thresholds.ct = 32;
+  cache.set_thresholds(here_.id, here_.fields, thresholds);
+  cache.put("cpu-other", kOtherFields, tuned_3x3());
+  const fs::path user = save(cache, "user.yaml");
+  const fs::path site = path("site") / "tuning.yaml";
+
+  const Outcome run = autotune({"export", "--tune-cache", user.string(), "-o", site.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "wrote " + site.string() + ": 1 device, 2 entries")) << run.out;
+  EXPECT_TRUE(contains(run.out, "device " + here_.id)) << run.out;
+  const TuningCache written = load(site);
+  ASSERT_EQ(written.devices().size(), 1u);
+  EXPECT_EQ(written.devices().at(here_.id), cache.devices().at(here_.id));
+  EXPECT_FALSE(fs::exists(site.string() + ".lock"));  // a file to ship, nothing beside it
+
+  // An existing file is kept unless --force.
+  const std::string bytes = read_text(site);
+  const Outcome again = autotune({"export", "--tune-cache", user.string(), "--device",
+                                  "cpu-other", "-o", site.string()});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_TRUE(contains(again.err, site.string() + " exists; pass --force")) << again.err;
+  EXPECT_EQ(read_text(site), bytes);
+  const Outcome forced = autotune({"export", "--tune-cache", user.string(), "--device",
+                                   "cpu-other", "-o", site.string(), "--force"});
+  ASSERT_EQ(forced.status, 0) << forced.err;
+  EXPECT_EQ(load(site).devices().begin()->first, "cpu-other");
+  EXPECT_EQ(load(user), cache);  // the source is only read
+}
+
+TEST_F(AutotuneApp, ExportRefusesTheUsersOwnCacheAMissingSectionAndNoOutput) {
+  TuningCache cache;
+  cache.put("cpu-other", kOtherFields, tuned_3x3());
+  const fs::path user = save(cache, "user.yaml");
+  const std::string bytes = read_text(user);
+  const Outcome onto_user =
+      autotune({"export", "--tune-cache", user.string(), "--device", "cpu-other", "-o",
+                user.string(), "--force"});
+  EXPECT_EQ(onto_user.status, 1);
+  EXPECT_TRUE(contains(onto_user.err, "is the user's tuning cache itself")) << onto_user.err;
+  EXPECT_EQ(read_text(user), bytes);
+
+  const Outcome missing =
+      autotune({"export", "--tune-cache", user.string(), "-o", path("site.yaml").string()});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, "has no section for " + here_.id)) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "cpu-other")) << missing.err;
+  EXPECT_FALSE(fs::exists(path("site.yaml")));
+
+  const Outcome no_output = autotune({"export", "--tune-cache", user.string()});
+  EXPECT_EQ(no_output.status, 2);
+  EXPECT_TRUE(contains(no_output.err, "-o FILE")) << no_output.err;
+  const Outcome bad_device = autotune({"export", "--tune-cache", user.string(), "--device",
+                                       "tpu", "-o", path("site.yaml").string()});
+  EXPECT_EQ(bad_device.status, 2);
+}
+
+TEST_F(AutotuneApp, ShowAndExplainNameTheLayerOfEachEntryWhenASystemCacheIsInUse) {
+  TuningCache user, system;
+  user.put(here_.id, here_.fields, tuned_3x3());
+  system.put(here_.id, here_.fields, entry(kKey3x3, {candidate("direct", 30.0, 99)}));
+  system.put(here_.id, here_.fields, entry(kKey5x5, {candidate("im2col_gemm", 0.25, 7)}));
+  system.put("cpu-other", kOtherFields, entry(kKey5x5, {candidate("direct", 2.0, 7)}));
+  const fs::path user_file = save(user, "user.yaml"), site = save(system, "site.yaml");
+  testing::ScopedEnv with_site("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+
+  const Outcome run = autotune({"show", "--tune-cache", user_file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "system cache " + site.string() + " (read-only")) << run.out;
+  EXPECT_TRUE(has_row(run.out, "key solver config layout median ms candidates date host layer"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "entries: 2 (1 user, 1 system)")) << run.out;
+  // The user's 3x3 entry hides the system's; the 5x5 comes from the system.
+  EXPECT_TRUE(has_row(run.out, kKey3x3 + " winograd_f2x3 tiles=8 NCHW 1.500 4 "
+                                         "2026-01-02T03:04:05Z testhost user\n"))
+      << run.out;
+  EXPECT_TRUE(has_row(run.out, kKey5x5 + " im2col_gemm - NCHW 0.250 1 2026-01-02T03:04:05Z "
+                                         "testhost system\n"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out, "device cpu-other")) << run.out;
+
+  // A file named on the command line is shown alone, without layers.
+  const Outcome one_file = autotune({"show", user_file.string()});
+  EXPECT_FALSE(contains(one_file.out, "layer")) << one_file.out;
+
+  const Outcome explained = autotune({"explain", kKey5x5, "--tune-cache", user_file.string()});
+  ASSERT_EQ(explained.status, 0) << explained.err;
+  EXPECT_TRUE(contains(explained.out, "cached for this machine (" + here_.id +
+                                          "), from the system cache " + site.string()))
+      << explained.out;
+}
+
+TEST_F(AutotuneApp, ShowWithASystemCacheAndNoUserCacheYet) {
+  TuningCache system;
+  system.put(here_.id, here_.fields, tuned_3x3());
+  const fs::path site = save(system, "site.yaml");
+  testing::ScopedEnv with_site("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+  const fs::path user = path("fresh.yaml");
+  const Outcome run = autotune({"show", "--tune-cache", user.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, user.string() + ": no such file yet")) << run.out;
+  EXPECT_TRUE(contains(run.out, "entries: 1 (0 user, 1 system)")) << run.out;
+  EXPECT_FALSE(fs::exists(user));
+}
+
+TEST_F(AutotuneApp, CorruptSystemCacheIsAWarningAndShowGoesOn) {
+  TuningCache user;
+  user.put(here_.id, here_.fields, tuned_3x3());
+  const fs::path user_file = save(user, "user.yaml");
+  const fs::path site = path("site.yaml");
+  std::ofstream(site) << "format: tunecnn-tuning-cache\nversion: 1\ndevices: [unclosed\n";
+  testing::ScopedEnv with_site("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+  const Outcome run = autotune({"show", "--tune-cache", user_file.string()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(contains(run.err, "warning: ignoring the system tuning cache: " + site.string()))
+      << run.err;
+  EXPECT_FALSE(contains(run.out, "layer")) << run.out;
+  EXPECT_TRUE(contains(run.out, "entries: 1")) << run.out;
+}
+
+// The target end to end: `autotune profile` on one machine, `autotune export`, then a
+// fresh user cache over that system cache ($TUNECNN_SYSTEM_TUNE_CACHE) profiles nothing, and
+// what it writes goes to the user's file, not the system's.
+TEST_F(AutotuneApp, ProfileOverAnExportedSystemCacheProfilesNothing) {
+  const fs::path profiled = path("machine-a.yaml"), site = path("site.yaml");
+  const std::vector<std::string> profile = {"profile", "--model", "lenet", "--batch", "8"};
+  std::vector<std::string> first = profile;
+  first.insert(first.end(), {"--tune-cache", profiled.string()});
+  ASSERT_EQ(autotune(first).status, 0);
+  const Outcome exported =
+      autotune({"export", "--tune-cache", profiled.string(), "-o", site.string()});
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const std::size_t entries = load(site).devices().at(here_.id).entries.size();
+  const std::string site_bytes = read_text(site);
+
+  testing::ScopedEnv with_site("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+  std::vector<std::string> fresh = profile;
+  fresh.insert(fresh.end(), {"--tune-cache", path("machine-b.yaml").string()});
+  const Outcome run = autotune(fresh);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(last_line(run.out), "profiled 0, reused " + std::to_string(entries) + ", seconds 0.00")
+      << run.out;
+  EXPECT_FALSE(contains(run.err, "[1/")) << run.err;
+  EXPECT_EQ(read_text(site), site_bytes);
+  EXPECT_FALSE(fs::exists(site.string() + ".lock"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "apps/training/data_parallel.h"
 #include "autotune/tuning_cache.h"
 #include "core/module.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -89,6 +90,37 @@ TEST(DataParallel, ARankOnAnotherHostMergesRankZerosEntriesIntoItsCacheFile) {
   EXPECT_TRUE(merged.warnings.empty());
   EXPECT_EQ(merged.cache.thresholds("dev-a").mec_t, 42);
   EXPECT_EQ(merged.cache.thresholds("dev-b").mec_t, 7);
+}
+
+// Rank 0 planned over a system cache that this host has too: its view holds the system's
+// threshold and entry beside its own measurement. Only the measurement lands in this host's file;
+// copies of the system's would hide a later system cache there.
+TEST(DataParallel, ARankOnAnotherHostKeepsOnlyWhatRankZeroMeasuredBeyondTheSystemCache) {
+  testing::TempDir dir;
+  const auto site = dir.path() / "site.yaml";
+  TuningCache system = cache_with_mec_t("dev-a", 42);
+  TuningEntry shipped;
+  shipped.key = "conv fwd shipped";
+  shipped.solver = "mec";
+  shipped.candidates.push_back({"mec", {}, Layout::NCHW, 1.0, 0.0, 3, 0, true});
+  system.put("dev-a", {{"cpu", "dev-a"}}, shipped);
+  save_tuning_cache(system, site);
+  testing::ScopedEnv with_site("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+
+  TuningCache view = system;
+  TuningEntry measured = shipped;
+  measured.key = "conv fwd measured";
+  view.put("dev-a", {{"cpu", "dev-a"}}, measured);
+  auto comm = std::make_shared<ScriptedRank>(1, "host-b");
+  comm->root_message = "dev-a\nhost-a\n" + view.to_yaml();
+  const auto path = dir.path() / "tuning.yaml";
+  const auto planner = DataParallel(comm).receive_tuning(path, TunerOptions{});
+  EXPECT_EQ(planner->cache(), view);  // the rank plans from all of rank 0's view
+
+  const TuningCache kept = load_tuning_cache(path).cache;
+  EXPECT_NE(kept.find("dev-a", "conv fwd measured"), nullptr);
+  EXPECT_EQ(kept.find("dev-a", "conv fwd shipped"), nullptr);
+  EXPECT_FALSE(kept.thresholds("dev-a").mec_t.has_value());
 }
 
 class OneWeight : public Module {

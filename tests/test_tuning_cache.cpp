@@ -14,6 +14,7 @@
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
 #include "core/cuda_runtime.h"
+#include "support/scoped_env.h"
 #include "support/test_data.h"
 
 namespace tunecnn {
@@ -499,27 +500,7 @@ TEST(TuningCache, MergeKeepsBetterMeasured) {
   EXPECT_EQ(merge(TuningCache{}, b), b);
 }
 
-// Sets or clears an environment variable for one scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(TuningCache, DefaultPath) {
   ScopedEnv home("HOME", "/home/someone");

@@ -27,6 +27,8 @@ const std::vector<Subcommand>& subcommands() {
       {"explain", "why each solver can or cannot run a conv problem key, and its timings",
        run_explain},
       {"merge", "merge two caches into a third, keeping the better-measured entries", run_merge},
+      {"export", "write a system cache (read-only, under users' caches) from one device's section",
+       run_export},
       {"fingerprint", "print this machine's CPU and GPU fingerprints and their cache section ids",
        run_fingerprint},
       {"diff", "compare two caches' decisions and thresholds (exit 1 when they differ)", run_diff,

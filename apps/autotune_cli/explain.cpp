@@ -96,11 +96,21 @@ void print_entry(const TuningEntry& entry, const Choice& fallback, std::ostream&
   if (untuned == nullptr) out << "  the default was not timed, so there is no speedup over it\n";
 }
 
+// ", from the system cache FILE" when a system cache is in use, naming the layer an entry is from.
+std::string layer_note(const CacheLayers& layers, const std::string& device_id,
+                       const std::string& key) {
+  if (!layers.has_system()) return "";
+  return layers.layer_of(device_id, key) == "system"
+             ? ", from the system cache " + layers.system_path.string()
+             : ", from the user's cache " + layers.user_path.string();
+}
+
 // This machine's entry when it has one; otherwise every device's, each named.
-void print_cached(const TuningCache& cache, const std::string& key, int batch, const Choice& fallback,
-                  const std::string& here, std::ostream& out) {
+void print_cached(const CacheLayers& layers, const std::string& key, int batch,
+                  const Choice& fallback, const std::string& here, std::ostream& out) {
+  const TuningCache cache = layers.view();
   if (const TuningEntry* entry = cache.find(here, key)) {
-    out << "\ncached for this machine (" << here << "):\n";
+    out << "\ncached for this machine (" << here << ")" << layer_note(layers, here, key) << ":\n";
     print_entry(*entry, fallback, out);
     return;
   }
@@ -108,7 +118,7 @@ void print_cached(const TuningCache& cache, const std::string& key, int batch, c
   for (const auto& [id, device] : cache.devices())
     if (const TuningEntry* entry = cache.find(id, key)) {
       out << "\ncached for device " << id << " (" << fingerprint_summary(device.fingerprint)
-          << "), not this machine (" << here << "):\n";
+          << "), not this machine (" << here << ")" << layer_note(layers, id, key) << ":\n";
       print_entry(*entry, fallback, out);
       found = true;
     }
@@ -165,7 +175,9 @@ int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err
                      "a conv key (\"conv fwd mb64 ic1 ih28 iw28 oc6 kh5 kw5 sh1 sw1 ph2 pw2 g1\"), "
                      "a pooling key (\"pool max fwd mb64 c16 ih28 iw28 kh2 kw2 sh2 sw2 ph0 pw0\") "
                      "or a softmax key (\"softmax_xent mb64 classes10\"); quoting is optional: which solvers apply and why not, their layouts and "
-                     "workspaces, and every candidate the cache timed.");
+                     "workspaces, and every candidate the cache timed (the user's cache over the "
+                     "read-only system cache, naming the one it came from when there is a "
+                     "system cache).");
   cli.common_options();
   if (!cli.parse(args, out, 1, SIZE_MAX)) return 0;
   apply_threads(cli.options());
@@ -179,12 +191,13 @@ int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   out << "\ndefault (untuned): " << choice_summary(fallback.solver, fallback.config, fallback.layout) << "\n";
 
   const std::filesystem::path path = tune_cache_path(cli.options());
-  if (!std::filesystem::exists(path)) {
+  const CacheLayers layers = read_cache_layers(path, err);
+  if (!layers.has_user && !layers.has_system()) {
     out << "\nno tuning cache at " << path.string()
         << "; create one with `autotune profile --model M --batch " << batch << "`\n";
     return 0;
   }
-  print_cached(read_cache_file(path, err), canonical, batch, fallback, this_device().id, out);
+  print_cached(layers, canonical, batch, fallback, this_device().id, out);
   return 0;
 }
 

@@ -24,7 +24,9 @@ void SubcommandLine::flag(const std::string& name, const std::string& help) {
 void SubcommandLine::common_options() {
   option("tune-cache", "",
          "tuning cache file (default: $TUNECNN_TUNE_CACHE, else "
-         "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml)");
+         "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml); the "
+         "read-only system cache under it is $TUNECNN_SYSTEM_TUNE_CACHE (empty: none), else "
+         "share/tunecnn/tuning.yaml beside the programs' folder");
   option("threads", "0",
          "CPU threads (0: all cores); part of the device fingerprint, so it selects which "
          "device section is this machine's");

@@ -10,6 +10,7 @@
 #include "autotune/device_clock.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
+#include "autotune/tuning_cache_layers.h"
 #include "models/registry.h"
 
 namespace tunecnn {
@@ -166,7 +167,7 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   const DeviceIdentity device = this_device(device_kind);
 
   auto tuner = std::make_shared<TunedPlanner>(policy, tune_cache_path(o), options, device.id,
-                                                  device.fields);
+                                              device.fields, default_system_tuning_cache_path());
   Rng rng(1);
   const Shape example = example_shape(data, o.get("model"));
   auto model = build_model(o.get("model"),

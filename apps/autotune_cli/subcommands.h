@@ -17,6 +17,7 @@ int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& e
 int run_show(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_explain(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_merge(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
+int run_export(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_fingerprint(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_diff(const SubcommandArgs& args, std::ostream& out, std::ostream& err);
 int run_stats(const SubcommandArgs& args, std::ostream& out, std::ostream& err);

@@ -6,6 +6,7 @@
 
 #include "autotune/fingerprint.h"
 #include "autotune/tuning_cache.h"
+#include "autotune/tuning_cache_layers.h"
 #include "core/error.h"
 #include "datasets/data_loader.h"
 
@@ -55,8 +56,12 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
   if (const auto device = cache.devices().find(device_id); device != cache.devices().end())
     fields = device->second.fingerprint;
   if (comm_->local_rank() == 0 && comm_->host() != root_host && !cache_path.empty()) {
-    // Another host: keep rank 0's measurements in this host's cache file too.
-    update_tuning_cache_file(cache_path, [&](TuningCache& fresh) { fresh = merge(fresh, cache); });
+    // Another host: keep rank 0's measurements in this host's cache file too, but not what rank
+    // 0 read from the system cache this host has as well.
+    const TuningCache measured =
+        above_system(cache, load_system_tuning_cache(default_system_tuning_cache_path()).cache);
+    update_tuning_cache_file(cache_path,
+                             [&](TuningCache& fresh) { fresh = merge(fresh, measured); });
   }
   return std::make_shared<TunedPlanner>(TunePolicy::off, std::move(cache), options, device_id,
                                         std::move(fields));
@@ -68,7 +73,8 @@ std::shared_ptr<TunedPlanner> DataParallel::make_tuner(TunePolicy policy,
   if (!comm_->is_root()) return receive_tuning(cache_path, options);
   DeviceIdentity identity = device_identity(device);  // after the threads are set
   return std::make_shared<TunedPlanner>(policy, cache_path, options, std::move(identity.id),
-                                        std::move(identity.fields));
+                                        std::move(identity.fields),
+                                        default_system_tuning_cache_path());
 }
 
 std::set<std::int64_t> DataParallel::rank_shares(const std::set<std::int64_t>& global_sizes) const {

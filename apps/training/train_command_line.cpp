@@ -141,7 +141,10 @@ CommandLine train_command_line() {
                                "cache lacks), verify (re-time the best few candidates another "
                                "device's entries name), full (profile everything)");
   cli.option("tune-cache", "", "tuning cache file (default: $TUNECNN_TUNE_CACHE, else "
-                               "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml)");
+                               "$XDG_CACHE_HOME/tunecnn/tuning.yaml, else ~/.cache/tunecnn/tuning.yaml); "
+                               "read over the read-only system cache ($TUNECNN_SYSTEM_TUNE_CACHE, else "
+                               "share/tunecnn/tuning.yaml beside the programs' folder, if there), which "
+                               "is never written");
   cli.option("max-workspace", "", "largest conv workspace a tuned candidate may use, in bytes "
                                   "(default: unlimited)");
   cli.option("force-solver", "", "comma-separated conv solvers to use wherever they run (e.g. "

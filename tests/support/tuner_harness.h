@@ -37,11 +37,14 @@ struct TunerHarness {
     return o;
   }
 
-  // A planner for device `device`, whose fingerprint is {model: device}.
+  // A planner for device `device`, whose fingerprint is {model: device}, over the read-only
+  // system cache `system` when one is named.
   std::shared_ptr<TunedPlanner> planner(TunePolicy policy, const std::filesystem::path& file,
-                                        const std::string& device = "cpu-test") {
+                                        const std::string& device = "cpu-test",
+                                        const std::filesystem::path& system = {}) {
     return std::make_shared<TunedPlanner>(policy, file, options(), device,
-                                          std::map<std::string, std::string>{{"model", device}});
+                                          std::map<std::string, std::string>{{"model", device}},
+                                          system);
   }
 };
 
