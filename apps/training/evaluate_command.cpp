@@ -41,8 +41,10 @@ std::string setting(const CommandLine& cli, const Checkpoint& c, const std::stri
 }
 
 // Plans every conv and pooling layer for inference at `batch` (and the last partial batch).
-void plan(Module& model, const Shape& example, std::int64_t batch, std::int64_t examples, const std::string& tune) {
-  auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(tune), default_tuning_cache_path(), TunerOptions{},
+void plan(Module& model, const Shape& example, std::int64_t batch, std::int64_t examples, const CommandLine& cli) {
+  const std::filesystem::path cache = cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache"))
+                                                            : default_tuning_cache_path();
+  auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
                                               device_identity(Device::cpu).id, device_identity(Device::cpu).fields);
   use_planners(model, Planners::all(tuner));
   NetworkPlanner planner(tuner);
@@ -91,6 +93,7 @@ CommandLine evaluate_command_line() {
   cli.option("test-limit", "0", "score the first N examples only (0: all)");
   cli.option("threads", "0", "CPU threads (0: all)");
   cli.option("tune", "cached", "conv tuning for the evaluation shapes: off, cached, verify or full (as train's)");
+  cli.option("tune-cache", "", "the tuning cache (default: as train's, $TUNECNN_TUNE_CACHE or ~/.cache/tunecnn/tuning.yaml)");
   cli.option("log", "", "CSV file with each class's examples and accuracy, and the total");
   return cli;
 }
@@ -110,7 +113,7 @@ ClassificationMetrics run_evaluate(const CommandLine& cli, std::ostream& out) {
                                         .dropout_rng = nullptr, .planners = {}}, rng);
   load_module_state(*model, c.data, c.source);
   model->eval();
-  plan(*model, test->example_shape(), batch, test->size(), cli.get("tune"));
+  plan(*model, test->example_shape(), batch, test->size(), cli);
   out << "evaluating " << c.file.string() << " (" << model_name << ", epoch " << c.data.value("epoch") << ") on "
       << test->describe() << "\n";
   NoGradGuard no_grad;
