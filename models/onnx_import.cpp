@@ -114,9 +114,7 @@ class ChainBuilder {
   OnnxNetwork finish(const onnx::GraphProto& graph) {
     TUNECNN_CHECK(graph.output_size() == 1 && graph.output(0).name() == current_, "the graph's output is not ",
                   "the last node's: tunecnn imports a chain that ends in the network's one output");
-    TUNECNN_CHECK(shape_.size() == 1, "the network ends in shape ", shape_str(shape_),
-                  " per example; tunecnn trains networks whose output is [batch, classes]");
-    return {net_, input_, static_cast<int>(shape_[0]), notes_};
+    return {net_, input_, shape_, shape_.size() == 1 ? static_cast<int>(shape_[0]) : 0, notes_};
   }
 
   // No value, the graph's input included, feeds more than one node.

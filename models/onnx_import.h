@@ -24,7 +24,8 @@ namespace tunecnn {
 struct OnnxNetwork {
   std::shared_ptr<Sequential> model;
   Shape input;       // C, H, W of one example (the graph input's; its batch axis is free)
-  int classes = 0;   // the output's width
+  Shape output;      // one example's output: [classes] for a classifier
+  int classes = 0;   // the output's width; 0 when the output is not [batch, classes]
   std::vector<std::string> notes;  // what was folded or dropped, for the user
 };
 

@@ -56,6 +56,8 @@ std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptio
                 " examples, not ", shape_str(options.input_shape));
   std::shared_ptr<Rng> dropout = options.dropout_rng ? options.dropout_rng : std::make_shared<Rng>(1);
   OnnxNetwork net = import_onnx(file, dropout);
+  TUNECNN_CHECK(net.classes > 0, file, ": the network ends in shape ", shape_str(net.output),
+                " per example; tunecnn trains networks whose output is [batch, classes]");
   TUNECNN_CHECK(net.classes == options.num_classes, file, ": the network ends in ", net.classes,
                 " classes, the data has ", options.num_classes);
   return net.model;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/onnx_file.h"
 #include "models/onnx_import.h"
 #include "models/registry.h"
 #include "ops/conv/plan.h"
@@ -129,6 +130,81 @@ TEST(OnnxImport, NotesTheDroppedSoftmaxAndChecksTheClassCount) {
                         {"lenet.onnx", "takes [1, 28, 28]"});
 }
 
+// ---- ONNX's own node tests (Debian's libonnx-testdata), where they fit the supported set ----
+
+const fs::path kNodeTests = "/usr/share/libonnx-testdata/data/node";
+
+onnx::TensorProto read_tensor(const fs::path& file) {
+  onnx::TensorProto t;
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(t.ParseFromIstream(&in)) << file;
+  return t;
+}
+
+// The test's model with its weight inputs (input_1.pb, ...) made initializers, as exporters
+// write weights, saved where the importer reads it.
+fs::path with_weights_as_initializers(const fs::path& test, const fs::path& out) {
+  onnx::ModelProto m;
+  std::ifstream in(test / "model.onnx", std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in));
+  onnx::GraphProto* g = m.mutable_graph();
+  for (int i = 1; i < g->input_size(); ++i) {
+    onnx::TensorProto t = read_tensor(test / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb"));
+    t.set_name(g->input(i).name());
+    *g->add_initializer() = t;
+  }
+  while (g->input_size() > 1) g->mutable_input()->RemoveLast();
+  std::ofstream o(out, std::ios::binary);
+  m.SerializeToOstream(&o);
+  return out;
+}
+
+class OnnxNodeTests : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxNodeTests, GiveOnnxsExpectedOutput) {
+  const fs::path test = kNodeTests / GetParam();
+  if (!fs::exists(test)) GTEST_SKIP() << "no " << test << " (Debian's libonnx-testdata)";
+  testing::TempDir dir;
+  const OnnxNetwork net = import_onnx(with_weights_as_initializers(test, dir.path() / "m.onnx"), std::make_shared<Rng>(1));
+  const onnx_file::Floats in = onnx_file::floats(read_tensor(test / "test_data_set_0" / "input_0.pb"), "input_0");
+  const onnx_file::Floats want = onnx_file::floats(read_tensor(test / "test_data_set_0" / "output_0.pb"), "output_0");
+  Tensor x = Tensor::empty(Shape(in.dims.begin(), in.dims.end()));
+  std::copy(in.values.begin(), in.values.end(), x.data<float>());
+  net.model->eval();
+  const Tensor got = net.model->forward(Variable(x)).data();
+  ASSERT_EQ(static_cast<std::size_t>(got.numel()), want.values.size());  // GAP's [N, C] is ONNX's [N, C, 1, 1]
+  EXPECT_LT(relative_error(got, want.values), 1e-5) << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Supported, OnnxNodeTests,
+    ::testing::Values("test_conv_with_strides_padding", "test_conv_with_strides_no_padding", "test_maxpool_2d_default",
+                      "test_maxpool_2d_pads", "test_maxpool_2d_strides", "test_maxpool_2d_precomputed_pads",
+                      "test_maxpool_2d_precomputed_strides", "test_averagepool_2d_default", "test_averagepool_2d_pads",
+                      "test_averagepool_2d_strides", "test_averagepool_2d_precomputed_pads",
+                      "test_averagepool_2d_precomputed_strides", "test_batchnorm_example", "test_batchnorm_epsilon",
+                      "test_lrn", "test_lrn_default", "test_globalaveragepool", "test_globalaveragepool_precomputed"),
+    [](const auto& info) { return testing::test_name(info.param); });
+
+class OnnxNodeTestsRefused : public ::testing::TestWithParam<std::string> {};
+
+// Outside the supported set: refused with the file and node named, never imported as another op.
+TEST_P(OnnxNodeTestsRefused, AreRefusedNamingTheNode) {
+  const fs::path test = kNodeTests / GetParam();
+  if (!fs::exists(test)) GTEST_SKIP() << "no " << test << " (Debian's libonnx-testdata)";
+  testing::TempDir dir;
+  const fs::path file = with_weights_as_initializers(test, dir.path() / "m.onnx");
+  testing::expect_error([&] { import_onnx(file, std::make_shared<Rng>(1)); }, {file.string(), "node 0"});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Unsupported, OnnxNodeTestsRefused,
+    ::testing::Values("test_conv_with_strides_and_asymmetric_padding", "test_conv_with_autopad_same",
+                      "test_maxpool_2d_ceil", "test_maxpool_2d_dilations", "test_maxpool_2d_same_upper",
+                      "test_averagepool_2d_pads_count_include_pad", "test_averagepool_2d_ceil",
+                      "test_batchnorm_example_training_mode", "test_averagepool_2d_same_lower"),
+    [](const auto& info) { return testing::test_name(info.param); });
+
 // ---- bad files, built with ONNX's own protobuf classes ----
 
 class BadOnnx : public ::testing::Test {
@@ -239,8 +315,13 @@ TEST_F(BadOnnx, UnsupportedAttributeValuesAreNamed) {
   expect_refused(save(m, "dilated.onnx"), {"(Conv)", "dilation 2x2 is not supported"});
 }
 
-TEST_F(BadOnnx, AnOutputThatIsNotClassesIsRefused) {
-  expect_refused(save(chain({"Relu"}), "image_out.onnx"), {"ends in shape [2, 4, 4]", "[batch, classes]"});
+TEST_F(BadOnnx, AnOutputThatIsNotClassesIsNoNetworkToTrain) {
+  const fs::path file = save(chain({"Relu"}), "image_out.onnx");
+  EXPECT_EQ(import_onnx(file, std::make_shared<Rng>(1)).classes, 0);
+  Rng rng(1);
+  testing::expect_error(
+      [&] { build_model(file.string(), {.input_shape = {2, 4, 4}, .num_classes = 10, .dropout_rng = nullptr, .planners = {}}, rng); },
+      {file.string(), "ends in shape [2, 4, 4]", "[batch, classes]"});
 }
 
 }  // namespace
