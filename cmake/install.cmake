@@ -2,7 +2,7 @@
 # libraries in lib/ (found through the RPATH $ORIGIN/../lib). The component gpu_tests, installed
 # only when named, adds the GPU test executables in tests/: tools/package-gpu ships them so that
 # a GPU node without our build dependencies runs the GPU suites (gpu-check).
-install(TARGETS train autotune bench export-onnx evaluate RUNTIME DESTINATION bin)
+install(TARGETS train autotune bench export-onnx evaluate predict RUNTIME DESTINATION bin)
 
 if(BUILD_SHARED_LIBS)
   set(tunecnn_libraries tunecnn_core tunecnn_ops tunecnn_autotune tunecnn_models tunecnn_datasets

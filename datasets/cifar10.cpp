@@ -183,7 +183,20 @@ Cifar10Splits load_cifar10(const fs::path& path) {
   splits.class_names = class_names(files);
   splits.train = make_split("train", files, kTrainFiles);
   splits.test = make_split("test", files, kTestFiles);
+  if (static_cast<int>(splits.class_names.size()) == kNumClasses) {
+    splits.train->set_class_names(splits.class_names);
+    splits.test->set_class_names(splits.class_names);
+  }
   return splits;
+}
+
+ChannelAffine cifar10_normalisation() {
+  ChannelAffine affine;
+  for (int c = 0; c < 3; ++c) {
+    affine.scale[c] = 1.0f / (255.0f * kStddev[c]);
+    affine.shift[c] = -kMean[c] / kStddev[c];
+  }
+  return affine;
 }
 
 }  // namespace tunecnn

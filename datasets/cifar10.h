@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/image_dataset.h"
+#include "datasets/image_resize.h"
 
 namespace tunecnn {
 
@@ -23,5 +24,7 @@ struct Cifar10Splits {
 // the file (or the archive and member) and the problem: a missing batch, a size that is not a
 // whole number of records, a label above 9, a damaged or truncated archive.
 Cifar10Splits load_cifar10(const std::filesystem::path& path);
+// The per-channel normalisation as a pixel (0..255) map: what every example gets.
+ChannelAffine cifar10_normalisation();
 
 }  // namespace tunecnn

@@ -38,6 +38,13 @@ class Dataset {
   // Files that could not be decoded so far and were replaced by another example (each named
   // in a warning when first met); 0 for data held in memory.
   virtual std::int64_t skipped_files() const { return 0; }
+  // The classes' names in label order ("T-shirt/top", "n01440764", ...): what `train` keeps in
+  // its checkpoints for `predict`. Default: the labels as numbers.
+  virtual std::vector<std::string> class_names() const {
+    std::vector<std::string> names;
+    for (int c = 0; c < num_classes(); ++c) names.push_back(std::to_string(c));
+    return names;
+  }
 };
 
 }  // namespace tunecnn

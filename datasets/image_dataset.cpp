@@ -46,4 +46,10 @@ std::int32_t ImageDataset::get(std::int64_t index, float* out) const {
   return labels_[index];
 }
 
+void ImageDataset::set_class_names(std::vector<std::string> names) {
+  TUNECNN_CHECK(names.empty() || static_cast<int>(names.size()) == num_classes_, describe(), ": ", names.size(),
+                " class names for ", num_classes_, " classes");
+  class_names_ = std::move(names);
+}
+
 }  // namespace tunecnn

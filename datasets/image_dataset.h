@@ -21,6 +21,11 @@ class ImageDataset final : public Dataset {
 
   // out = (pixel / 255 - mean[c]) / stddev[c]; one value per channel.
   void set_normalisation(std::vector<float> mean, std::vector<float> stddev);
+  // Names in label order (num_classes of them); until set, the labels as numbers.
+  void set_class_names(std::vector<std::string> names);
+  std::vector<std::string> class_names() const override {
+    return class_names_.empty() ? Dataset::class_names() : class_names_;
+  }
   const std::vector<std::int32_t>& labels() const { return labels_; }
 
  private:
@@ -31,6 +36,7 @@ class ImageDataset final : public Dataset {
   std::vector<std::uint8_t> pixels_;
   std::vector<std::int32_t> labels_;
   std::vector<float> scale_, shift_;  // per channel: out = pixel * scale + shift
+  std::vector<std::string> class_names_;
 };
 
 }  // namespace tunecnn

@@ -57,15 +57,6 @@ Warn warner(const ImageFolderOptions& options) {
   return [](std::string_view message) { std::cerr << "warning: " << message << "\n"; };
 }
 
-ChannelAffine imagenet_normalisation() {
-  ChannelAffine affine;
-  for (int c = 0; c < kChannels; ++c) {
-    affine.scale[c] = 1.0f / (255.0f * kStd[c]);
-    affine.shift[c] = -kMean[c] / kStd[c];
-  }
-  return affine;
-}
-
 // ---- reading and decoding ----
 
 // "" when `bytes` now holds the file, else why not.
@@ -347,11 +338,27 @@ std::string folder_name(const fs::path& root) {
   return path.filename().empty() ? root.string() : path.filename().string();
 }
 
+}  // namespace
+
+ChannelAffine imagenet_normalisation() {
+  ChannelAffine affine;
+  for (int c = 0; c < kChannels; ++c) {
+    affine.scale[c] = 1.0f / (255.0f * kStd[c]);
+    affine.shift[c] = -kMean[c] / kStd[c];
+  }
+  return affine;
+}
+
 int default_resize_side(int side) {
   return (side * kResizeNumerator + kResizeDenominator / 2) / kResizeDenominator;
 }
 
-}  // namespace
+void image_file_centre_crop(const fs::path& file, int side, int resize_side, const ChannelAffine& affine, float* out) {
+  DecodedImage image;
+  if (const std::string why = decode_image(file, image); !why.empty()) TUNECNN_FAIL(file.string(), ": ", why);
+  const ResizedSize resized = resized_size(image.width, image.height, resize_side);
+  resize_crop(image.rgb.get(), image.width, image.height, resized, centre_crop(resized, side), affine, out);
+}
 
 // ---- the data set ----
 

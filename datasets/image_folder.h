@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "datasets/dataset.h"
+#include "datasets/image_resize.h"
 
 namespace tunecnn {
 
@@ -45,6 +46,17 @@ struct ImageFolderOptions {
   // folder, and images a labels file leaves out. Calls are serialised. Default: stderr.
   std::function<void(std::string_view)> warn = {};
 };
+
+// ImageNet's per-channel mean and standard deviation, as ImageFolderDataset normalises.
+ChannelAffine imagenet_normalisation();
+// The shorter side an evaluation crop of `side` is taken from: round(side * 256 / 224).
+int default_resize_side(int side);
+// One image file as the evaluation view shows an example: decoded to RGB, its shorter side
+// resized to resize_side, the centre side x side crop, each channel mapped by `affine` (pixels
+// 0..255), to 3 x side x side floats (CHW). Throws Error naming the file when it cannot be read or
+// decoded, or claims more pixels than a photograph has.
+void image_file_centre_crop(const std::filesystem::path& file, int side, int resize_side, const ChannelAffine& affine,
+                            float* out);
 
 struct ImageFile {
   std::filesystem::path path;
@@ -70,6 +82,7 @@ class ImageFolderDataset final : public Dataset {
   std::int32_t get(std::int64_t index, float* out) const override;
   std::int32_t get_augmented(std::int64_t index, float* out, std::uint64_t draw) const override;
   std::int64_t skipped_files() const override { return skipped_.load(); }
+  std::vector<std::string> class_names() const override { return classes_; }
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<ImageFile>& files() const { return files_; }

@@ -26,6 +26,10 @@ constexpr std::array<Normalisation, 2> kNormalisations{{
     {"Fashion-MNIST", 0.2860f, 0.3530f},
 }};
 
+// Zalando's names for Fashion-MNIST's labels 0-9.
+const std::vector<std::string> kFashionNames = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
 const Normalisation& normalisation_for(std::string_view name) {
   for (const Normalisation& n : kNormalisations)
     if (n.name == name) return n;
@@ -76,7 +80,16 @@ std::shared_ptr<ImageDataset> load_mnist(const std::filesystem::path& dir, Mnist
       std::make_shared<ImageDataset>(description, shape, kNumClasses, std::move(images.data),
                                      checked_labels(labels_path, labels.data));
   dataset->set_normalisation({norm.mean}, {norm.stddev});
+  if (name == "Fashion-MNIST") dataset->set_class_names(kFashionNames);  // MNIST's are its digits
   return dataset;
+}
+
+ChannelAffine mnist_normalisation(std::string_view name) {
+  const Normalisation& norm = normalisation_for(name);
+  ChannelAffine affine;
+  affine.scale[0] = 1.0f / (255.0f * norm.stddev);
+  affine.shift[0] = -norm.mean / norm.stddev;
+  return affine;
 }
 
 }  // namespace tunecnn

@@ -22,6 +22,7 @@ class RandomCropDataset final : public Dataset {
   std::int32_t get(std::int64_t index, float* out) const override;
   std::int32_t get_augmented(std::int64_t index, float* out, std::uint64_t draw) const override;
   std::int64_t skipped_files() const override { return base_->skipped_files(); }
+  std::vector<std::string> class_names() const override { return base_->class_names(); }
 
  private:
   struct Crop {

@@ -65,6 +65,10 @@ bool CommandLine::parse(int argc, const char* const* argv) {
     }
     // A one-letter option is written with one dash, as in `-o FILE`.
     if (arg.size() == 2 && arg[0] == '-' && specs_.count(arg.substr(1))) arg = "-" + arg;
+    if (!positional_name_.empty() && (arg.empty() || arg[0] != '-')) {
+      positional_.push_back(arg);
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (options start with --; see --help)");
     std::string name = arg.substr(2), value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -115,8 +119,15 @@ double CommandLine::get_double(const std::string& name) const {
 
 bool CommandLine::has(const std::string& name) const { return !get(name).empty(); }
 
+void CommandLine::positionals(const std::string& name, const std::string& help) {
+  positional_name_ = name;
+  positional_help_ = help;
+}
+
 std::string CommandLine::help() const {
-  std::string out = "usage: " + program_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
+  std::string out = "usage: " + program_ + " [options]" + (positional_name_.empty() ? "" : " " + positional_name_ + "...") +
+                    "\n\n" + summary_ + "\n\n" +
+                    (positional_name_.empty() ? "" : positional_name_ + ": " + positional_help_ + "\n\n") + "options:\n";
   for (const std::string& name : order_) {
     const Spec& spec = specs_.at(name);
     std::string left = (name.size() == 1 ? "  -" : "  --") + name + (spec.is_flag ? "" : " VALUE");

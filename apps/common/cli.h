@@ -36,6 +36,9 @@ class CommandLine {
   // name is written -X on the command line (and --X).
   void option(const std::string& name, const std::string& default_value, const std::string& help);
   void flag(const std::string& name, const std::string& help);
+  // The program takes arguments that are not options (`predict IMAGE...`), named `name` in help.
+  void positionals(const std::string& name, const std::string& help);
+  const std::vector<std::string>& positional() const { return positional_; }
   // Parses argv; returns false when --help was asked (help is then printed to stdout).
   // Throws UsageError on an unknown option or a missing value (an option where its value should
   // be, as in `--epochs --batch-size 8`, counts as missing: --name=VALUE takes any value).
@@ -57,6 +60,8 @@ class CommandLine {
   std::vector<std::string> order_;
   std::map<std::string, Spec> specs_;
   std::map<std::string, std::string> values_;
+  std::string positional_name_, positional_help_;  // empty: none taken
+  std::vector<std::string> positional_;
 };
 
 }  // namespace tunecnn

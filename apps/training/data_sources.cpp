@@ -92,4 +92,29 @@ DataSplits load_data(const std::string& data, const fs::path& dir, const Shape& 
   TUNECNN_FAIL("unknown data set '", data, "' (expected ", data_set_names(), ")");
 }
 
+ImageFileView image_file_view(const std::string& data, const Shape& example) {
+  TUNECNN_CHECK(example.size() == 3 && example[1] == example[2], "an image file needs a model with square C,H,W "
+                "input, got ", shape_str(example));
+  const int side = static_cast<int>(example[1]);
+  if (data == "imagenet")
+    return [side](const fs::path& file, float* out) {
+      image_file_centre_crop(file, side, default_resize_side(side), imagenet_normalisation(), out);
+    };
+  if (data == "cifar10")
+    return [side](const fs::path& file, float* out) { image_file_centre_crop(file, side, 32, cifar10_normalisation(), out); };
+  if (data == "mnist" || data == "fashion-mnist") {
+    const ChannelAffine norm = mnist_normalisation(data == "mnist" ? "MNIST" : "Fashion-MNIST");
+    return [side, norm](const fs::path& file, float* out) {
+      std::vector<float> rgb(static_cast<std::size_t>(3 * side * side));
+      image_file_centre_crop(file, side, side, ChannelAffine{}, rgb.data());  // pixels 0..255
+      const std::size_t plane = static_cast<std::size_t>(side * side);
+      for (std::size_t i = 0; i < plane; ++i) {
+        const float grey = 0.299f * rgb[i] + 0.587f * rgb[plane + i] + 0.114f * rgb[2 * plane + i];
+        out[i] = grey * norm.scale[0] + norm.shift[0];
+      }
+    };
+  }
+  TUNECNN_FAIL("--data ", data, " has no image files to read examples from (", data_set_names(), ")");
+}
+
 }  // namespace tunecnn

@@ -1,6 +1,7 @@
 #pragma once
 // Data sets by name, as `train --data NAME --data-dir DIR` names them.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,5 +27,13 @@ std::filesystem::path default_data_dir(const std::string& data);  // empty when 
 // - synthetic: made-up learnable images of the model's shape (datasets/synthetic.h), no DIR.
 DataSplits load_data(const std::string& data, const std::filesystem::path& dir, const Shape& model_input,
                      const std::filesystem::path& val_labels = {});
+
+// An image file (JPEG, PNG) as an evaluation example of `data` for a model taking `example`
+// (C, H, W), for `predict`: imagenet's centre crop of the shorter side resized as its test view
+// resizes; cifar10's 32-pixel image (the shorter side resized to 32) cropped as its test view
+// crops; mnist and fashion-mnist the centre square at 28x28, as grey (ITU-R 601 luma). Each with
+// the data set's own normalisation. Throws Error naming the file when it does not decode.
+using ImageFileView = std::function<void(const std::filesystem::path&, float*)>;
+ImageFileView image_file_view(const std::string& data, const Shape& example);
 
 }  // namespace tunecnn

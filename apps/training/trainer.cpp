@@ -285,6 +285,13 @@ void Run::prepare_plans() {
   if (dp_.active() && dp_.comm().is_root()) dp_.send_tuning(*tuner_);
 }
 
+// One name per line, for `predict` (class names hold no newline: folder names, the data sets' own).
+std::string joined_lines(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : "\n") + n;
+  return text;
+}
+
 // "1,28,28": an example's shape as export-onnx reads it back (parse_chw).
 std::string chw_text(const Shape& chw) {
   std::string text;
@@ -308,7 +315,8 @@ void Run::save(const std::string& why) {
                {"sum_loss", exact(sums_.loss)}, {"sum_seconds", exact(sums_.seconds)},
                {"sum_correct", std::to_string(sums_.correct)}, {"sum_seen", std::to_string(sums_.seen)},
                {"input", chw_text(data_.train->example_shape())},
-               {"classes", std::to_string(data_.train->num_classes())}};
+               {"classes", std::to_string(data_.train->num_classes())},
+               {"class_names", joined_lines(data_.train->class_names())}};
   for (std::size_t r = 1; r < dropout_states.size(); ++r)
     data.meta["dropout_rng/" + std::to_string(r)] = dropout_states[r];
   add_module_state(*model_, data);
