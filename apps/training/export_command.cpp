@@ -3,34 +3,9 @@
 #include <filesystem>
 
 #include "apps/training/model_export.h"
-#include "core/checkpoint.h"
-#include "models/registry.h"
+#include "apps/training/trained_checkpoint.h"
 
 namespace tunecnn {
-namespace {
-
-// The classes of a checkpoint written before they were kept in it: the rows of its last
-// parameter with two dims (the classifier's weight).
-int classes_of(const CheckpointData& data, const std::string& source) {
-  if (data.meta.count("classes")) return std::stoi(data.value("classes"));
-  int classes = 0;
-  for (const auto& [name, tensor] : data.tensors)
-    if (name.rfind("param/", 0) == 0 && tensor.shape().size() == 2) classes = static_cast<int>(tensor.shape()[0]);
-  TUNECNN_CHECK(classes > 0, source, " has no fully connected layer to read the class count from");
-  return classes;
-}
-
-// The example shape the checkpoint records ("1,28,28"), else the model's own.
-Shape input_of(const CheckpointData& data, const std::string& model, const std::string& source) {
-  if (!data.meta.count("input")) return model_input_shape(model);
-  try {
-    return parse_chw(data.value("input"), "input");
-  } catch (const Error& e) {
-    TUNECNN_FAIL(source, ": its input shape: ", e.message());
-  }
-}
-
-}  // namespace
 
 CommandLine export_command_line() {
   CommandLine cli("export-onnx",
@@ -47,25 +22,13 @@ CommandLine export_command_line() {
 }
 
 void run_export(const CommandLine& cli, std::ostream& out) {
-  namespace fs = std::filesystem;
-  if (!cli.has("checkpoint")) throw UsageError("--checkpoint is required (a last.ckpt, or its folder)");
   if (!cli.has("o")) throw UsageError("-o FILE is required (the ONNX file to write)");
-  const fs::path file = cli.get("o");
+  const std::filesystem::path file = cli.get("o");
   check_export_target(file, cli.has("force"), "-o");
-  fs::path checkpoint = cli.get("checkpoint");
-  if (fs::is_directory(checkpoint)) checkpoint /= "last.ckpt";
-  const CheckpointData data = load_checkpoint(checkpoint);
-  const std::string source = "checkpoint " + checkpoint.string();
-  TUNECNN_CHECK(data.meta.count("format") && data.value("format") == "tunecnn-train", source,
-                " is not a training checkpoint (train --checkpoint-dir writes those)");
-  const std::string model_name = cli.has("model") ? cli.get("model") : data.value("model");
-  const Shape input = input_of(data, model_name, source);
-  Rng rng(1);
-  auto model = build_model(model_name, {.input_shape = input, .num_classes = classes_of(data, source),
-                                        .dropout_rng = nullptr, .planners = {}}, rng);
-  load_module_state(*model, data, source);
-  out << "read " << checkpoint.string() << ": " << model_name << ", epoch " << data.value("epoch") << "\n";
-  export_model(*model, input, file, out);
+  const TrainedCheckpoint c = read_trained_checkpoint(cli);
+  const auto model = c.build_network();
+  out << "read " << c.file.string() << ": " << c.model << ", epoch " << c.data.value("epoch") << "\n";
+  export_model(*model, c.example, file, out);
 }
 
 }  // namespace tunecnn

@@ -8,13 +8,9 @@
 #include <sstream>
 
 #include "apps/training/data_sources.h"
-#include "autotune/fingerprint.h"
-#include "autotune/network_planner.h"
-#include "autotune/tuning_cache.h"
-#include "core/checkpoint.h"
+#include "apps/training/trained_checkpoint.h"
 #include "core/threading.h"
 #include "core/variable.h"
-#include "models/registry.h"
 
 namespace tunecnn {
 namespace {
@@ -48,18 +44,6 @@ std::vector<std::pair<std::string, double>> top_k(const float* logits, const std
   return top;
 }
 
-void plan_one_image(Module& model, const Shape& example, const CommandLine& cli) {
-  const std::filesystem::path cache = cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache"))
-                                                            : default_tuning_cache_path();
-  const DeviceIdentity device = device_identity(Device::cpu);
-  auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{}, device.id,
-                                              device.fields);
-  use_planners(model, Planners::all(tuner));
-  Shape input = example;
-  input.insert(input.begin(), 1);
-  NetworkPlanner(tuner).plan(model, input, LayerUse::inference);
-}
-
 }  // namespace
 
 CommandLine predict_command_line() {
@@ -74,39 +58,25 @@ CommandLine predict_command_line() {
   cli.option("data", "", "the data set whose reading the images get (default: the checkpoint's)");
   cli.option("top", "5", "classes to print per image");
   cli.option("threads", "0", "CPU threads (0: all)");
-  cli.option("tune", "cached", "conv tuning for one image: off, cached, verify or full (as train's)");
-  cli.option("tune-cache", "", "the tuning cache (default: as train's)");
+  add_inference_tuning_options(cli);
   return cli;
 }
 
 std::vector<Prediction> run_predict(const CommandLine& cli, std::ostream& out) {
-  if (!cli.has("checkpoint")) throw UsageError("--checkpoint is required (a last.ckpt, or its folder)");
   if (cli.positional().empty()) throw UsageError("name at least one image file (predict [options] IMAGE...)");
   const int k = cli.get_int("top");
   if (k <= 0) throw UsageError("--top must be positive");
   set_num_threads(cli.get_int("threads"));
-  std::filesystem::path file = cli.get("checkpoint");
-  if (std::filesystem::is_directory(file)) file /= "last.ckpt";
-  const CheckpointData data = load_checkpoint(file);
-  const std::string source = "checkpoint " + file.string();
-  TUNECNN_CHECK(data.meta.count("format") && data.value("format") == "tunecnn-train", source,
-                " is not a training checkpoint (train --checkpoint-dir writes those)");
-  const std::string model_name = cli.has("model") ? cli.get("model") : data.value("model");
-  const std::string data_name = cli.has("data") ? cli.get("data") : data.value("data");
-  const Shape example = data.meta.count("input") ? parse_chw(data.value("input"), "input") : model_input_shape(model_name);
-  TUNECNN_CHECK(data.meta.count("classes"), source, " does not record its classes (written before they were kept)");
-  const int classes = std::stoi(data.value("classes"));
-  const ImageFileView view = image_file_view(data_name, example);
-  Rng rng(1);
-  auto model = build_model(model_name, {.input_shape = example, .num_classes = classes, .dropout_rng = nullptr, .planners = {}}, rng);
-  load_module_state(*model, data, source);
+  const TrainedCheckpoint c = read_trained_checkpoint(cli);
+  const ImageFileView view = image_file_view(cli.has("data") ? cli.get("data") : c.data.value("data"), c.example);
+  const auto model = c.build_network();
   model->eval();
-  plan_one_image(*model, example, cli);
-  const std::vector<std::string> names = class_names(data, classes);
+  plan_for_inference(*model, c.example, {1}, cli);
+  const std::vector<std::string> names = class_names(c.data, c.classes);
   NoGradGuard no_grad;
   std::vector<Prediction> predictions;
   for (const std::string& image : cli.positional()) {
-    Tensor x = Tensor::empty({1, example[0], example[1], example[2]});
+    Tensor x = Tensor::empty({1, c.example[0], c.example[1], c.example[2]});
     view(image, x.data<float>());
     const Tensor logits = model->forward(Variable(x)).data();
     predictions.push_back({image, top_k(logits.data<float>(), names, k)});
