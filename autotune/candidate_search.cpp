@@ -9,13 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "autotune/call_timing.h"
+#include "autotune/tuning_cache.h"
 #include "core/error.h"
 #include "core/init.h"
 #include "core/tensor.h"
@@ -65,15 +65,6 @@ std::vector<std::size_t> neighbours(const std::vector<TuneConfig>& configs, std:
   return out;
 }
 
-std::string utc_now_iso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Tensor timing_input(const Shape& shape, DType dt, Device device, std::uint64_t seed) {
@@ -89,7 +80,7 @@ Tensor timing_output(const Shape& shape, DType dt, Device device) {
 Provenance provenance_now() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return {host, utc_now_iso(), TUNECNN_VERSION};
+  return {host, utc_now_text("%Y-%m-%dT%H:%M:%SZ"), TUNECNN_VERSION};
 }
 
 // ---- the search ------------------------------------------------------------------------------

@@ -128,15 +128,6 @@ std::optional<std::string> read_text(const fs::path& path) {
   return bytes.str();
 }
 
-std::string utc_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &utc);
-  return text;
-}
-
 // PATH + suffix, or PATH + suffix + "-N" for the first N not taken. Called under the lock.
 fs::path free_name(const fs::path& path, const std::string& suffix) {
   const std::string base = path.string() + suffix;
@@ -147,7 +138,7 @@ fs::path free_name(const fs::path& path, const std::string& suffix) {
 
 // Renamed, not copied: the bytes stay exactly as they were, and the next writer starts afresh.
 fs::path move_aside(const fs::path& path) {
-  const fs::path aside = free_name(path, ".corrupt-" + utc_stamp());
+  const fs::path aside = free_name(path, ".corrupt-" + utc_now_text("%Y%m%d-%H%M%S"));
   fs::rename(path, aside);
   return aside;
 }
@@ -307,12 +298,12 @@ fs::path default_tuning_cache_path() {
   return fs::path("tunecnn-tuning.yaml");  // no home at all: the working folder
 }
 
-std::string utc_date_today() {
+std::string utc_now_text(const char* format) {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
-  char text[16];
-  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  char text[64];
+  std::strftime(text, sizeof text, format, &utc);
   return text;
 }
 

@@ -100,7 +100,9 @@ DeviceThresholds first_known(const DeviceThresholds& a, const DeviceThresholds& 
 // ~/.cache/tunecnn/tuning.yaml. The read-only system layer under it: tuning_cache_layers.h.
 std::filesystem::path default_tuning_cache_path();
 
+// The time now in UTC through strftime's `format` ("%Y-%m-%d", ...).
+std::string utc_now_text(const char* format);
 // Today's date in UTC as "YYYY-MM-DD", the form of DeviceRecord::last_used.
-std::string utc_date_today();
+inline std::string utc_date_today() { return utc_now_text("%Y-%m-%d"); }
 
 }  // namespace tunecnn

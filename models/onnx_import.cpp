@@ -32,7 +32,8 @@ constexpr const char* kSupported =
     "GlobalAveragePool, LRN, Flatten, Reshape to [batch, features], Gemm, MatMul + Add, Dropout, "
     "Identity, Constant, a zero Pad before a Conv, and Softmax or LogSoftmax as the last node";
 
-Tensor& parameter(Module& layer, const std::string& name) {
+// A handle on the layer's parameter (it shares the layer's storage).
+Tensor parameter(Module& layer, const std::string& name) {
   for (auto& [n, v] : layer.parameters())
     if (n == name) return v.data();
   TUNECNN_FAIL("the layer has no parameter '", name, "'");

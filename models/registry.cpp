@@ -51,11 +51,10 @@ const std::map<std::string, Entry>& fixed_models() {
 // The file's network; its class count must be the data's (fine-tuning onto other classes is
 // --init-from's job, not yet built).
 std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptions& options) {
-  const Shape input = onnx_input_shape(file);
-  TUNECNN_CHECK(input == options.input_shape, file, ": the network takes ", shape_str(input),
-                " examples, not ", shape_str(options.input_shape));
   std::shared_ptr<Rng> dropout = options.dropout_rng ? options.dropout_rng : std::make_shared<Rng>(1);
   OnnxNetwork net = import_onnx(file, dropout);
+  TUNECNN_CHECK(net.input == options.input_shape, file, ": the network takes ", shape_str(net.input),
+                " examples, not ", shape_str(options.input_shape));
   TUNECNN_CHECK(net.classes > 0, file, ": the network ends in shape ", shape_str(net.output),
                 " per example; tunecnn trains networks whose output is [batch, classes]");
   TUNECNN_CHECK(net.classes == options.num_classes, file, ": the network ends in ", net.classes,

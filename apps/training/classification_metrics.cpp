@@ -37,13 +37,14 @@ void ClassificationMetrics::add(double mean_loss, const Tensor& device_logits, c
                 " for ", classes(), " classes");
   const std::vector<std::int32_t> predicted = argmax_rows(logits);
   for (std::size_t i = 0; i < labels.size(); ++i) {
+    const bool correct = predicted[i] == labels[i];
     ++per_class_total_.at(labels[i]);
-    per_class_correct_.at(labels[i]) += predicted[i] == labels[i];
+    per_class_correct_.at(labels[i]) += correct;
+    top1_ += correct;
   }
   const auto n = static_cast<std::int64_t>(labels.size());
   loss_sum_ += mean_loss * static_cast<double>(n);
   examples_ += n;
-  top1_ += count_correct(logits, labels);
   top5_ += count_in_top_k(logits, labels, 5);
 }
 

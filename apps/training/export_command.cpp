@@ -24,7 +24,7 @@ CommandLine export_command_line() {
 void run_export(const CommandLine& cli, std::ostream& out) {
   if (!cli.has("o")) throw UsageError("-o FILE is required (the ONNX file to write)");
   const std::filesystem::path file = cli.get("o");
-  check_export_target(file, cli.has("force"), "-o");
+  check_export_target(file, cli.has("force"), "-o", "--force");
   const TrainedCheckpoint c = read_trained_checkpoint(cli);
   const auto model = c.build_network();
   out << "read " << c.file.string() << ": " << c.model << ", epoch " << c.data.value("epoch") << "\n";

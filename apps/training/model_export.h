@@ -10,9 +10,10 @@
 namespace tunecnn {
 
 // Before training or loading anything: `file` (given as `option`) must not be an existing file
-// unless `replace`, nor a folder, and its folder must exist. Throws Error saying what to do, also
-// when this build has no ONNX.
-void check_export_target(const std::filesystem::path& file, bool replace, const std::string& option);
+// unless `replace` (the user gave `replace_flag`), nor a folder, and its folder must exist. Throws
+// Error saying what to do, also when this build has no ONNX.
+void check_export_target(const std::filesystem::path& file, bool replace, const std::string& option,
+                         const std::string& replace_flag);
 
 // Writes `model` for examples of `input` (C, H, W) to `file` atomically and says so on `out`,
 // with what was left out (dropout).

@@ -201,7 +201,7 @@ Variable Run::input_of(const Batch& batch) {
 void Run::setup() {
   check_device();
   check_checkpoint_dir();
-  if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export");
+  if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export", "--overwrite");
   set_num_threads(dp_.threads_per_rank(o_.threads));
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
