@@ -48,8 +48,8 @@ const std::map<std::string, Entry>& fixed_models() {
 }
 
 #ifdef TUNECNN_HAVE_ONNX
-// The file's network; its class count must be the data's (fine-tuning onto other classes is
-// --init-from's job, not yet built).
+// The file's network; its class count must be the data's. Its weights onto a built-in network
+// for other classes: --model NAME --init-from FILE (apps/training/initial_weights.h).
 std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptions& options) {
   std::shared_ptr<Rng> dropout = options.dropout_rng ? options.dropout_rng : std::make_shared<Rng>(1);
   OnnxNetwork net = import_onnx(file, dropout);
@@ -58,7 +58,9 @@ std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptio
   TUNECNN_CHECK(net.classes > 0, file, ": the network ends in shape ", shape_str(net.output),
                 " per example; tunecnn trains networks whose output is [batch, classes]");
   TUNECNN_CHECK(net.classes == options.num_classes, file, ": the network ends in ", net.classes,
-                " classes, the data has ", options.num_classes);
+                " classes, the data has ", options.num_classes,
+                "; to train its weights on other classes, use --model with the built-in network it matches "
+                "and --init-from ", file, " (the classifier then starts afresh)");
   return net.model;
 }
 #else

@@ -51,6 +51,7 @@ TrainOptions options_from(const CommandLine& cli) {
   o.overwrite = cli.has("overwrite");
   o.log_csv = cli.get("log");
   o.export_onnx = cli.get("export");
+  o.init_from = cli.get("init-from");
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");
   o.tune = cli.get("tune");
@@ -134,6 +135,10 @@ CommandLine train_command_line() {
   cli.option("log", "", "CSV file with one row per epoch");
   cli.option("export", "", "at the end, write the trained network to this ONNX file (opset 13: for "
                            "ONNX runtimes, or --model FILE.onnx here); an existing file needs --overwrite");
+  cli.option("init-from", "", "start from the weights of this checkpoint (a last.ckpt or its folder) or ONNX "
+                              "file instead of random ones (fine-tuning); it must hold the same network, "
+                              "but when its class count differs from the data's, the classifier starts "
+                              "afresh (said at the start). Not read with --resume, whose checkpoint holds the weights");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
   cli.option("tune", "cached", "conv tuning: off (time nothing: cached entries, else the device "

@@ -20,6 +20,7 @@
 #include "apps/training/csv_log.h"
 #include "apps/training/data_parallel.h"
 #include "apps/training/data_sources.h"
+#include "apps/training/initial_weights.h"
 #include "apps/training/model_export.h"
 #include "apps/training/progress.h"
 #include "autotune/fingerprint.h"
@@ -130,6 +131,8 @@ class Run {
   // resumed epoch waits differently; it tells whether decoding keeps up with the steps.
   double data_wait_seconds_ = 0;
   std::shared_ptr<TunedPlanner> tuner_;
+  std::optional<InitialWeights> initial_weights_;  // --init-from's, read before the data
+  std::string initial_weights_note_;               // what loading them left out, for the user
   Planners planners_;  // the tuner's, under --tune; the untuned defaults otherwise
 
   void setup();
@@ -202,6 +205,7 @@ void Run::setup() {
   check_device();
   check_checkpoint_dir();
   if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export", "--overwrite");
+  if (!o_.init_from.empty() && !o_.resume) initial_weights_ = read_initial_weights(o_.init_from);
   set_num_threads(dp_.threads_per_rank(o_.threads));
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
@@ -215,6 +219,7 @@ void Run::setup() {
                                    .dropout_rng = dropout_rng_,
                                    .planners = planners_};
   model_ = build_model(o_.model, model_options, rng_);
+  if (initial_weights_) initial_weights_note_ = load_initial_weights(*model_, *initial_weights_);
   if (o_.device != Device::cpu) {
     model_->to(o_.device);  // initialised on the host, so a GPU run starts from the CPU's weights
     uploader_ = std::make_unique<PinnedUploader>();
@@ -242,6 +247,9 @@ void Run::setup() {
        << "optimizer: SGD lr " << lr_ << " momentum " << o_.momentum << " weight decay "
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
+  if (initial_weights_)
+    out_ << "initial weights: " << initial_weights_->source
+         << (initial_weights_note_.empty() ? "" : "; " + initial_weights_note_) << "\n";
   if (!defaults_.why.empty() && (!o_.lr || !o_.warmup_epochs))
     out_ << "defaults for --model " << o_.model << ": --lr " << defaults_.lr << " --warmup-epochs "
          << defaults_.warmup_epochs << ", since " << defaults_.why << " (either option overrides them)\n";
@@ -317,6 +325,7 @@ void Run::save(const std::string& why) {
                {"input", chw_text(data_.train->example_shape())},
                {"classes", std::to_string(data_.train->num_classes())},
                {"class_names", joined_lines(data_.train->class_names())}};
+  if (!o_.init_from.empty()) data.meta["init_from"] = o_.init_from.string();
   for (std::size_t r = 1; r < dropout_states.size(); ++r)
     data.meta["dropout_rng/" + std::to_string(r)] = dropout_states[r];
   add_module_state(*model_, data);

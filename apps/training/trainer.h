@@ -46,6 +46,9 @@ struct TrainOptions {
   bool overwrite = false;
   std::filesystem::path log_csv;         // empty: no CSV log
   std::filesystem::path export_onnx;     // empty: none; else the trained network as ONNX at the end
+  // Empty: random initial weights. Else a checkpoint or ONNX file whose weights the run starts
+  // from (apps/training/initial_weights.h); not read on --resume, whose checkpoint has them.
+  std::filesystem::path init_from;
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
   bool quiet = false;                    // no progress lines (tests)
