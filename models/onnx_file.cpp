@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -116,9 +117,17 @@ std::int64_t int_attr(const onnx::NodeProto& node, const std::string& name, std:
   return a != nullptr ? a->i() : fallback;
 }
 
-float float_attr(const onnx::NodeProto& node, const std::string& name, float fallback) {
+double decimal_of(float value) {
+  char text[64];
+  const auto written = std::to_chars(text, text + sizeof text, value);
+  double decimal = 0;
+  std::from_chars(text, written.ptr, decimal);
+  return decimal;
+}
+
+double float_attr(const onnx::NodeProto& node, const std::string& name, float fallback) {
   const onnx::AttributeProto* a = find_attr(node, name);
-  return a != nullptr ? a->f() : fallback;
+  return decimal_of(a != nullptr ? a->f() : fallback);
 }
 
 std::string string_attr(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {

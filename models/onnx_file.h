@@ -34,7 +34,12 @@ std::vector<std::int64_t> int64s(const onnx::TensorProto& tensor, const std::str
 
 // Node attributes, each with the default ONNX gives it when absent.
 std::int64_t int_attr(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
-float float_attr(const onnx::NodeProto& node, const std::string& name, float fallback);
+// A float attribute as the decimal it was written from (decimal_of): tunecnn keeps epsilon,
+// momentum and LRN's constants in double, and the float's own value (1e-5f is 9.99999975e-06)
+// would make an imported network round differently from the one exported.
+double float_attr(const onnx::NodeProto& node, const std::string& name, float fallback);
+// The shortest decimal that reads back as `value`.
+double decimal_of(float value);
 std::string string_attr(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
 std::vector<std::int64_t> ints_attr(const onnx::NodeProto& node, const std::string& name,
                                     std::vector<std::int64_t> fallback);

@@ -223,9 +223,10 @@ class ChainBuilder {
     require_image("BatchNormalization");
     TUNECNN_CHECK(onnx_file::int_attr(node, "training_mode", 0) == 0 && node.output_size() == 1,
                   "training_mode and its extra outputs are not supported");
-    // ONNX's momentum weighs the running value (0.9); tunecnn's, like PyTorch's, the batch's (0.1).
+    // ONNX's momentum weighs the running value (0.9); tunecnn's, like PyTorch's, the batch's (0.1),
+    // rounded to a float's digits again: 1 - 0.9 is 0.09999999999999998 in double, not 0.1.
     BatchNormOptions options;
-    options.momentum = 1.0 - onnx_file::float_attr(node, "momentum", 0.9f);
+    options.momentum = onnx_file::decimal_of(static_cast<float>(1.0 - onnx_file::float_attr(node, "momentum", 0.9f)));
     options.eps = onnx_file::float_attr(node, "epsilon", 1e-5f);
     auto layer = std::make_shared<BatchNorm2d>(static_cast<int>(shape_[0]), options);
     copy_into(parameter(*layer, "weight"), weight(node, 1, "scale"), "scale");
@@ -242,7 +243,7 @@ class ChainBuilder {
         TUNECNN_CHECK(f->values.size() == 1, attr, " is not a scalar");
         return f->values[0];
       }
-      return onnx_file::float_attr(node, attr, fallback);
+      return static_cast<float>(onnx_file::float_attr(node, attr, fallback));
     };
     const float inf = std::numeric_limits<float>::infinity();
     const float lo = bound(1, "min", -inf), hi = bound(2, "max", inf);
