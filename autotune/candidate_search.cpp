@@ -122,6 +122,8 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
       if (workspace_of(trial, config) <= options_.max_workspace_bytes) configs.back().push_back(config);
     const std::size_t number = next_trial_++;
     if (configs.back().empty()) continue;
+    const bool a_scout_ran = std::any_of(scouts.begin(), scouts.end(), [](const Attempt& a) { return a.wrong.empty(); });
+    if (a_scout_ran && out_of_time()) continue;
     scouts.push_back(check(trial, configs.back().front(), {number, 0}));
     trial_of.push_back(configs.size() - 1);
     if (scouts.back().wrong.empty()) scout(scouts.back());
@@ -136,6 +138,7 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
     return a_ok && scouts[a].first_call_s() < scouts[b].first_call_s();
   });
   for (std::size_t i : order) {
+    if (has_correct() && out_of_time()) break;
     const SolverTrial& trial = trials[trial_of[i]];
     const std::vector<TuneConfig>& trial_configs = configs[trial_of[i]];
     const std::size_t number = scouts[i].rank.first;
@@ -146,14 +149,15 @@ void CandidateSearch::try_trials(const std::vector<SolverTrial>& trials) {
       return !std::isfinite(default_ms) || default_ms <= factor * best_seconds() * 1e3;
     };
     const bool exhaustive = options_.config_search == TunerOptions::ConfigSearch::exhaustive;
+    if (has_correct() && out_of_time()) break;
     if (exhaustive || (trial.sweep && within(kSweepFactor))) {
-      for (std::size_t c = 1; c < trial_configs.size(); ++c)
+      for (std::size_t c = 1; c < trial_configs.size() && !(has_correct() && out_of_time()); ++c)
         try_candidate(trial, trial_configs[c], {number, c}, warmed);
     } else if (!trial.sweep && within(kClimbFactor)) {
       climb(trial, trial_configs, number, default_ms, warmed);
     }
   }
-  playoff(trials, next_trial_ - trials.size());
+  if (!out_of_time()) playoff(trials, next_trial_ - trials.size());
 }
 
 void CandidateSearch::try_trial(const SolverTrial& trial) {
@@ -164,6 +168,7 @@ void CandidateSearch::try_configs(const SolverTrial& trial, const std::vector<Tu
   const std::size_t number = next_trial_++;
   std::size_t warmed = 0;
   for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (has_correct() && out_of_time()) return;
     const double ms = try_candidate(trial, configs[c], {number, c}, warmed);
     if (std::isfinite(ms)) warmed = std::max(warmed, workspace_of(trial, configs[c]));
   }
@@ -175,6 +180,11 @@ bool CandidateSearch::has_correct() const {
 
 void CandidateSearch::warn(const std::string& message) const {
   warn_(message);
+}
+
+bool CandidateSearch::out_of_time() const {
+  if (options_.out_of_time && options_.out_of_time()) cut_short_ = true;
+  return cut_short_;
 }
 
 double CandidateSearch::best_seconds() const {
@@ -260,8 +270,10 @@ void CandidateSearch::climb(const SolverTrial& trial, const std::vector<TuneConf
   for (;;) {
     std::size_t best = current;
     double best_ms = current_ms;
-    for (std::size_t j : neighbours(configs, current))
+    for (std::size_t j : neighbours(configs, current)) {
+      if (has_correct() && out_of_time()) return;
       if (const double ms = time_config(j); ms < best_ms) best = j, best_ms = ms;
+    }
     if (best == current || best_ms >= current_ms * (1 - kTieFraction)) return;
     current = best, current_ms = best_ms;
   }
@@ -272,7 +284,7 @@ TuningEntry CandidateSearch::entry() const {
                 " within a workspace budget of ", options_.max_workspace_bytes, " bytes");
   const CandidateResult* chosen = choose_candidate(results_, [](const CandidateResult&) { return true; });
   if (options_.on_cost) options_.on_cost({what_, key_, clock_() - started_s_, costs_});
-  return {key_, chosen->solver, chosen->config, chosen->layout, results_, provenance_now()};
+  return {key_, chosen->solver, chosen->config, chosen->layout, results_, provenance_now(), cut_short_};
 }
 
 }  // namespace tunecnn

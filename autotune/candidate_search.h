@@ -61,6 +61,9 @@ struct TunerOptions {
   std::function<void(std::string_view)> warn;  // empty: std::cerr
   std::uint64_t seed = 1;                      // for the random arguments
   std::function<void(const SearchCost&)> on_cost;  // empty: costs are not reported
+  // The tuning budget (--tune-budget; empty: none). Once it says true, a search that has a correct
+  // candidate tries no other and skips its playoff; its entry is marked partial.
+  std::function<bool()> out_of_time;
 };
 
 struct CallTiming {
@@ -143,6 +146,7 @@ class CandidateSearch {
   std::function<void()> call_of(const std::vector<SolverTrial>& trials, std::size_t index) const;
   void record(std::size_t index, const CallSamples& samples, int new_calls);
   double best_seconds() const;
+  bool out_of_time() const;  // the budget is spent (the search stops trying candidates)
 
   std::string key_, what_;
   const TunerOptions& options_;
@@ -153,6 +157,7 @@ class CandidateSearch {
   std::vector<CandidateCost> costs_;      // parallel to results_
   std::size_t next_trial_ = 0;
   double started_s_;
+  mutable bool cut_short_ = false;  // out_of_time() stopped the search: its entry is partial
 };
 
 // Where a decision came from: this host, now, this build.

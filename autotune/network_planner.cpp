@@ -1,5 +1,7 @@
 #include "autotune/network_planner.h"
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 #include <utility>
 
@@ -182,6 +184,27 @@ std::vector<SoftmaxProblem> softmax_problems_of(const Shape& output, Device devi
 
 using ProfileProgress = std::function<void(int, int, const std::string&)>;
 
+// The directions of a layer that run: all three, two (its input is the data), or forward only.
+int directions_run(LayerUse use) {
+  return use == LayerUse::training ? 3 : use == LayerUse::training_from_data ? 2 : 1;
+}
+
+// Under a tuning budget the layers that cost the most are resolved first, so the budget goes where
+// the step's time is: conv layers by multiply-adds times the directions they run (an estimate
+// that needs no timing), then the rest (pooling is cheap beside them), each in chain order.
+// Without a budget, chain order.
+std::vector<std::size_t> resolution_order(const TunedPlanner& tuner, const std::vector<ChainLayer>& chain) {
+  std::vector<std::size_t> order(chain.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (!tuner.has_budget()) return order;
+  const auto work = [&](std::size_t i) {
+    const ChainLayer& layer = chain[i];
+    return layer.conv != nullptr ? layer.problem.macs() * directions_run(layer.use) : std::int64_t{0};
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work(a) > work(b); });
+  return order;
+}
+
 // Every layer's entries (cached, profiled or verified, by the tuner's policy) and the loss's
 // solver, whose name it returns; the pass's new entries go to the cache in one write.
 std::string resolve_entries(TunedPlanner& tuner, std::vector<ChainLayer>& chain,
@@ -198,7 +221,8 @@ std::string resolve_entries(TunedPlanner& tuner, std::vector<ChainLayer>& chain,
   tuner.on_profile = [&](const std::string& key) {
     if (progress) progress(++profiled, to_profile, key);
   };
-  for (ChainLayer& layer : chain) {
+  for (std::size_t i : resolution_order(tuner, chain)) {
+    ChainLayer& layer = chain[i];
     if (layer.conv != nullptr) layer.entries = tuner.layer_entries(layer.problem, layer.use);
     if (layer.conv != nullptr && !layer.entries) layer.untimed = tuner.untimed_plan(layer.problem);
     if (layer.pool != nullptr) layer.pool_entries = tuner.pool_entries(layer.pool_problem, layer.use);

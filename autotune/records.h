@@ -38,6 +38,9 @@ struct TuningEntry {
   Layout layout = Layout::NCHW;
   std::vector<CandidateResult> candidates;
   Provenance provenance;
+  // The search stopped at the tuning budget (--tune-budget) before trying every candidate: the
+  // run uses it, but it is never stored, so a later run tunes the key in full.
+  bool partial = false;
   bool operator==(const TuningEntry&) const = default;
 };
 

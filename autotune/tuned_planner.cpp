@@ -3,6 +3,7 @@
 // entry, a profile, a re-timing of another device's entry, or nothing (`off`: the defaults).
 // Each key is resolved at most once per planner; what was measured goes to storage
 // (tuned_planner_storage.cpp).
+#include <cmath>
 #include <iostream>
 #include <set>
 #include <string>
@@ -108,8 +109,9 @@ const TuningEntry* TunedPlanner::resolve(const Subject& subject) {
            (policy_ == TunePolicy::off ? "; deciding it from the thresholds" : "; re-tuning it"));
     }
   }
-  if (policy_ == TunePolicy::off) {
+  if (policy_ == TunePolicy::off || budget_spent()) {
     ++stats_.defaults;
+    stats_.over_budget += policy_ != TunePolicy::off;
     missing_[key] = true;
     return nullptr;
   }
@@ -122,6 +124,7 @@ const TuningEntry* TunedPlanner::measure(const Subject& subject) {
   const std::string& key = subject.key;
   if (on_profile) on_profile(key);
   const double start = steady_seconds();
+  if (has_budget()) search_started_ = budget_clock_();
   TuningEntry entry;
   const TuningEntry* foreign = policy_ == TunePolicy::verify ? foreign_entry(key) : nullptr;
   if (foreign != nullptr) {
@@ -134,8 +137,35 @@ const TuningEntry* TunedPlanner::measure(const Subject& subject) {
     ++stats_.profiled;
   }
   stats_.profile_seconds += steady_seconds() - start;
-  store(entry, subject.forcible);
+  if (has_budget()) budget_spent_ += budget_clock_() - *search_started_;
+  search_started_.reset();
+  if (entry.partial)
+    partial_entries_.push_back(entry), ++stats_.partial;  // a later run searches it in full
+  else
+    store(entry, subject.forcible);
   return &remember(std::move(entry));
+}
+
+// ---- the tuning budget -----------------------------------------------------------------------
+
+void TunedPlanner::set_budget(double seconds, std::function<double()> clock) {
+  TUNECNN_CHECK(seconds > 0 && std::isfinite(seconds), "the tuning budget must be a positive number of seconds, got ", seconds);
+  budget_seconds_ = seconds;
+  budget_clock_ = clock ? std::move(clock) : std::function<double()>(steady_seconds);
+  options_.out_of_time = [this] { return budget_spent(); };
+}
+
+bool TunedPlanner::budget_spent() const {
+  if (!has_budget()) return false;
+  const double running = search_started_ ? budget_clock_() - *search_started_ : 0;
+  return budget_spent_ + running >= budget_seconds_;
+}
+
+TuningCache TunedPlanner::partial_cache() const {
+  std::lock_guard lock(mutex_);
+  TuningCache cache;
+  for (const TuningEntry& entry : partial_entries_) cache.put(device_id_, device_fields_, entry);
+  return cache;
 }
 
 int TunedPlanner::pending(const std::vector<std::pair<ConvProblem, LayerUse>>& conv_layers,

@@ -65,7 +65,9 @@ struct TunedPlannerStats {
   int profiled = 0;        // tuned in full in this process
   int verified = 0;        // carried over from another device and re-timed (verify)
   int retimed_candidates = 0;  // candidates re-timed by verify, over all verified keys
-  int defaults = 0;        // `off` with no usable entry: thresholds or the untuned default
+  int defaults = 0;        // `off` with no usable entry, or over the budget: thresholds or the untuned default
+  int over_budget = 0;     // of those, left untimed because the tuning budget was spent
+  int partial = 0;         // searches the budget cut short: used in this run, not stored
   double profile_seconds = 0;  // wall time inside the tuner (steady clock, never options.clock)
 };
 
@@ -116,6 +118,15 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // entry, the first applicable solver.
   const SoftmaxSolver& plan(const SoftmaxProblem& problem) override;
 
+  // ---- the tuning budget (tuned_planner.cpp) ----------------------------------------------------
+
+  // --tune-budget: at most `seconds` of `clock` (empty: the steady clock) in the tuner over the
+  // planner's life. A search running when it is spent stops after its current candidate (its
+  // entry is used but not stored); later keys get the `off` plan (thresholds or the untuned
+  // default) and are left for a later run. Call before planning.
+  void set_budget(double seconds, std::function<double()> clock = {});
+  bool has_budget() const { return budget_seconds_ > 0; }
+
   // ---- resolving a layer's keys by the policy (tuned_planner.cpp) -------------------------------
 
   // The entries behind a layer, resolved per the policy; nullopt under `off` when this device has
@@ -165,6 +176,9 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   const std::filesystem::path& cache_path() const { return cache_path_; }  // empty: in memory
   // The layered view: the user's file over the system layer.
   const TuningCache& cache() const { return cache_; }
+  // The entries the budget cut short, which plans use but cache() never holds: the other ranks of
+  // a data-parallel job need them to plan as this one does.
+  TuningCache partial_cache() const;
   const std::string& device_id() const { return device_id_; }
   const TunerOptions& options() const { return options_; }
 
@@ -224,9 +238,15 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   TuningCache system_;                          // the system layer, read once, never written
   TuningCache cache_;  // the user's file as last read or written, over system_
   std::map<std::string, TuningEntry> resolved_;  // by direction problem key
-  std::map<std::string, bool> missing_;          // `off` keys without a usable entry
+  std::map<std::string, bool> missing_;          // keys left untimed (`off`, or over the budget)
   std::map<std::string, const SoftmaxSolver*> softmax_plans_;  // by key, once resolved
   TunedPlannerStats stats_;
+  double budget_seconds_ = 0;             // 0: no budget
+  std::function<double()> budget_clock_;  // seconds
+  double budget_spent_ = 0;               // in searches that ended
+  std::optional<double> search_started_;  // budget_clock_ when the running search began
+  std::vector<TuningEntry> partial_entries_;  // cut short by the budget: used, never stored
+  bool budget_spent() const;              // the current search's time included
   std::vector<TuningEntry> unsaved_;  // in cache_ but not yet in the file
   double last_save_s_ = 0;            // steady clock, at construction or the last write
   bool save_failed_ = false;

@@ -68,11 +68,14 @@ double TunedPlanner::transform_cost(const Shape& shape, Layout from, Layout to) 
   if (from == to) return 0;
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * sizeof(float);
   std::optional<double> ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
-  if (!ms && policy_ != TunePolicy::off) {
+  // Measuring the bandwidths is tuning time too: a spent budget leaves them to a later run.
+  if (!ms && policy_ != TunePolicy::off && !budget_spent()) {
     CalibrationOptions calibration;
     calibration.timing = options_;
     calibration.device = section_device(device_id_);
+    const double start = has_budget() ? budget_clock_() : 0;
     store_transform_bandwidths(calibrate_transforms(calibration));
+    if (has_budget()) budget_spent_ += budget_clock_() - start;
     ms = transform_ms(cache_.thresholds(device_id_), from, to, bytes);
   }
   // Uncalibrated under `off`: a cost so high that layers share a layout wherever they can, yet

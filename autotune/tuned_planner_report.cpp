@@ -13,10 +13,17 @@ TunedPlannerStats TunedPlanner::stats() const {
   return stats_;
 }
 
+namespace {
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", seconds);
+  return text;
+}
+}  // namespace
+
 std::string TunedPlanner::summary() const {
   const TunedPlannerStats s = stats();
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.2f", s.profile_seconds);
+  const std::string seconds = seconds_text(s.profile_seconds);
   std::string out = "tuning (" + std::string(to_string(policy_)) + "): " + std::to_string(s.keys) +
                     " problems, " + std::to_string(s.from_cache) + " from cache";
   if (s.from_system > 0)
@@ -36,6 +43,9 @@ std::string TunedPlanner::summary() const {
     out += ", " + std::to_string(s.defaults) +
            (calibrated ? " decided by the device thresholds" : " untuned defaults (no calibration)");
   }
+  if (s.over_budget > 0 || s.partial > 0)
+    out += "; the --tune-budget of " + seconds_text(budget_seconds_) + " s left " + std::to_string(s.over_budget) +
+           " untimed and cut " + std::to_string(s.partial) + " short (a later run tunes them)";
   return out + (cache_path_.empty() ? " (in memory)" : " (cache " + cache_path_.string() + ")");
 }
 

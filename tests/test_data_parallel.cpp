@@ -60,7 +60,7 @@ TuningCache cache_with_mec_t(const std::string& device, int mec_t) {
 }
 
 std::string root_message(const std::string& host) {
-  return "dev-a\n" + host + "\n" + cache_with_mec_t("dev-a", 42).to_yaml();
+  return DataParallel::tuning_message("dev-a", host, cache_with_mec_t("dev-a", 42));
 }
 
 TEST(DataParallel, ARankPlansFromRankZerosEntriesInMemoryUnderALongTimeout) {
@@ -112,7 +112,7 @@ TEST(DataParallel, ARankOnAnotherHostKeepsOnlyWhatRankZeroMeasuredBeyondTheSyste
   measured.key = "conv fwd measured";
   view.put("dev-a", {{"cpu", "dev-a"}}, measured);
   auto comm = std::make_shared<ScriptedRank>(1, "host-b");
-  comm->root_message = "dev-a\nhost-a\n" + view.to_yaml();
+  comm->root_message = DataParallel::tuning_message("dev-a", "host-a", view);
   const auto path = dir.path() / "tuning.yaml";
   const auto planner = DataParallel(comm).receive_tuning(path, TunerOptions{});
   EXPECT_EQ(planner->cache(), view);  // the rank plans from all of rank 0's view
@@ -121,6 +121,30 @@ TEST(DataParallel, ARankOnAnotherHostKeepsOnlyWhatRankZeroMeasuredBeyondTheSyste
   EXPECT_NE(kept.find("dev-a", "conv fwd measured"), nullptr);
   EXPECT_EQ(kept.find("dev-a", "conv fwd shipped"), nullptr);
   EXPECT_FALSE(kept.thresholds("dev-a").mec_t.has_value());
+}
+
+// Rank 0's tuning budget cut a search short: the other ranks plan with that entry, as rank 0 does,
+// but it stays out of every cache file, so a later run searches it in full.
+TEST(DataParallel, AnEntryTheBudgetCutShortIsPlannedWithButNotWrittenOnAnotherHost) {
+  testing::TempDir dir;
+  TuningEntry whole, cut;
+  whole.key = "conv fwd whole";
+  whole.solver = cut.solver = "mec";
+  whole.candidates.push_back({"mec", {}, Layout::NCHW, 1.0, 0.0, 3, 0, true});
+  cut = whole;
+  cut.key = "conv fwd cut";
+  TuningCache stored, partial;
+  stored.put("dev-a", {{"cpu", "dev-a"}}, whole);
+  partial.put("dev-a", {{"cpu", "dev-a"}}, cut);
+  auto comm = std::make_shared<ScriptedRank>(1, "host-b");
+  comm->root_message = DataParallel::tuning_message("dev-a", "host-a", stored, partial);
+  const auto path = dir.path() / "tuning.yaml";
+  const auto planner = DataParallel(comm).receive_tuning(path, TunerOptions{});
+  EXPECT_NE(planner->cache().find("dev-a", "conv fwd whole"), nullptr);
+  EXPECT_NE(planner->cache().find("dev-a", "conv fwd cut"), nullptr);
+  const TuningCache kept = load_tuning_cache(path).cache;
+  EXPECT_NE(kept.find("dev-a", "conv fwd whole"), nullptr);
+  EXPECT_EQ(kept.find("dev-a", "conv fwd cut"), nullptr);
 }
 
 class OneWeight : public Module {

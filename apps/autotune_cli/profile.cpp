@@ -63,6 +63,17 @@ int positive(const CommandLine& options, const std::string& name) {
   return value;
 }
 
+double positive_seconds(const CommandLine& options, const std::string& name) {
+  double value = 0;
+  try {
+    value = options.get_double(name);
+  } catch (const Error& e) {
+    throw UsageError(e.message());
+  }
+  if (!(value > 0)) throw UsageError("--" + name + " must be a positive number of seconds, got " + options.get(name));
+  return value;
+}
+
 std::string plan_text(std::string_view solver, const TuneConfig& config) {
   const std::string name(solver);
   return config.values.empty() ? name : name + " " + config.str();
@@ -143,6 +154,8 @@ SubcommandLine profile_command_line() {
              "cached (profile what the cache lacks), full (profile everything), verify (re-time "
              "the best candidates another device measured)");
   cli.option("max-workspace", "", "largest conv workspace a candidate may use, in bytes");
+  cli.option("tune-budget", "", "seconds of profiling at most (as train's): the layers with the most work "
+                                "first, the rest left to the device thresholds and a later run");
   device_option(cli, "the model moves there and is profiled with the GPU's solvers, timed with "
                      "CUDA events, into the GPU's own section of the cache");
   cli.common_options();
@@ -168,6 +181,7 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
 
   auto tuner = std::make_shared<TunedPlanner>(policy, tune_cache_path(o), options, device.id,
                                               device.fields, default_system_tuning_cache_path());
+  if (o.has("tune-budget")) tuner->set_budget(positive_seconds(o, "tune-budget"));
   Rng rng(1);
   const Shape example = example_shape(data, o.get("model"));
   auto model = build_model(o.get("model"),

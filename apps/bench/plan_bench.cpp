@@ -136,6 +136,9 @@ int bench_plans(int argc, const char* const* argv) {
   cli.option("threads", "2", "CPU threads");
   cli.option("steps", "10", "timed steps per variant per round");
   cli.option("rounds", "3", "interleaved rounds over the variants");
+  cli.option("tune-budget", "", "also plan under this tuning budget in seconds first (as train --tune-budget), "
+                                "time that plan beside the fully tuned one (profiled after it, from where the "
+                                "budget stopped) and print a 'result budget_...' line");
   cli.option("tune-cache", "", "tuning cache to use (default: a fresh file, so profiling is measured "
                                "from empty; it is removed at the end)");
   cli.option("device", "cpu", "cpu, or cuda: the model, the profiling and the steps on the GPU "
@@ -173,7 +176,19 @@ int bench_plans(int argc, const char* const* argv) {
   std::cout << "# model " << model_name << ", batch " << batch << ", device " << to_string(device_kind)
             << ", cache " << b.cache.string() << "\n";
 
-  // 1. Profiling (from empty when the cache is ours).
+  // 0. Under --tune-budget: a pass that stops at the budget, whose plan is timed with the others.
+  std::optional<Variant> budget_variant;
+  double budget_pass_s = 0;
+  if (cli.has("tune-budget")) {
+    auto budgeted = b.tuner(TunePolicy::cached);
+    budgeted->set_budget(cli.get_double("tune-budget"));
+    const double budget_start = now_s();
+    budget_variant = b.plan("budget", budgeted);
+    budget_pass_s = now_s() - budget_start;
+    std::cout << "# budget pass: " << budgeted->summary() << "\n";
+  }
+
+  // 1. Profiling (from empty when the cache is ours; after the budget pass, the rest).
   TuningBreakdown breakdown;
   auto tuner = [&] {
     TunerOptions reporting = b.options;
@@ -219,6 +234,7 @@ int bench_plans(int argc, const char* const* argv) {
       std::cout << "# oneDNN does not run every conv layer of " << model_name << " in every direction: no oneDNN plan\n";
   }
   if (gpu) variants.push_back(b.untuned_nchw("cudnn-own", variants[1]));
+  if (budget_variant) variants.push_back(*budget_variant);
 
   Sgd sgd(b.model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
   Tensor images = Tensor::empty(b.batch_shape);
@@ -264,7 +280,7 @@ int bench_plans(int argc, const char* const* argv) {
               "conv layers (fwd solver/layout); pool layouts");
   for (const Variant& v : variants) {
     const double ms = median_of(v.step_s) * 1e3;
-    if (v.name != "tuned" && v.name != "tuned-nchw" && v.name != "cudnn-own" && ms < best_fixed_ms)
+    if (v.name != "tuned" && v.name != "tuned-nchw" && v.name != "cudnn-own" && v.name != "budget" && ms < best_fixed_ms)
       best_fixed_ms = ms, best_fixed = v.name;
     std::printf("%-14s %10.2f %10.1f %8.2f  %s\n", v.name.c_str(), ms, batch * 1e3 / ms, ms / tuned_ms,
                 v.describe().c_str());
@@ -275,6 +291,12 @@ int bench_plans(int argc, const char* const* argv) {
               model_name.c_str(), batch, num_threads(), tuned_ms, best_fixed.c_str(), best_fixed_ms,
               best_fixed_ms / tuned_ms, nchw_ms / tuned_ms, profile_s, profile_s * 1e3 / tuned_ms, cached_start_ms, vs.verified,
               vs.retimed_candidates, most_retimed);
+  if (budget_variant)  // the budget's plan as a share of the fully tuned plan's speed
+    for (const Variant& v : variants)
+      if (v.name == "budget")
+        std::printf("result budget_s=%s budget_pass_s=%.2f budget_step_ms=%.2f budget_speed_of_tuned=%.3f\n",
+                    cli.get("tune-budget").c_str(), budget_pass_s, median_of(v.step_s) * 1e3,
+                    tuned_ms / (median_of(v.step_s) * 1e3));
   if (onednn)
     for (const Variant& v : variants)
       if (v.name == "onednn")

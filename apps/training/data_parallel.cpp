@@ -35,9 +35,16 @@ int DataParallel::threads_per_rank(int requested) const {
   return std::max(1, cores / comm_->local_size());
 }
 
-// The message: rank 0's device id, its host, then its cache as YAML.
+// Lines: the device id, the host, the size of the stored cache's YAML; then that YAML and the
+// partial entries' YAML.
+std::string DataParallel::tuning_message(const std::string& device_id, const std::string& host,
+                                         const TuningCache& stored, const TuningCache& partial) {
+  const std::string stored_yaml = stored.to_yaml();
+  return device_id + "\n" + host + "\n" + std::to_string(stored_yaml.size()) + "\n" + stored_yaml + partial.to_yaml();
+}
+
 void DataParallel::send_tuning(const TunedPlanner& tuned) {
-  std::string message = tuned.device_id() + "\n" + comm_->host() + "\n" + tuned.cache().to_yaml();
+  std::string message = tuning_message(tuned.device_id(), comm_->host(), tuned.cache(), tuned.partial_cache());
   comm_->broadcast(message, 0, "sending rank 0's tuning to the other ranks");
 }
 
@@ -49,9 +56,12 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
   comm_->broadcast(message, 0, "waiting for rank 0's tuning");
   comm_->set_timeout_seconds(timeout);
   const auto [device_id, rest] = split_first_line(message);
-  const auto [root_host, yaml] = split_first_line(rest);
+  const auto [root_host, sized] = split_first_line(rest);
+  const auto [size_text, yaml] = split_first_line(sized);
+  const std::size_t stored_size = std::min<std::size_t>(std::stoull(size_text), yaml.size());
   std::vector<std::string> warnings;
-  TuningCache cache = parse_tuning_cache(yaml, "rank 0's tuning cache", warnings);
+  TuningCache cache = parse_tuning_cache(yaml.substr(0, stored_size), "rank 0's tuning cache", warnings);
+  const TuningCache partial = parse_tuning_cache(yaml.substr(stored_size), "rank 0's entries cut short by --tune-budget", warnings);
   std::map<std::string, std::string> fields;
   if (const auto device = cache.devices().find(device_id); device != cache.devices().end())
     fields = device->second.fingerprint;
@@ -63,6 +73,9 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
     update_tuning_cache_file(cache_path,
                              [&](TuningCache& fresh) { fresh = merge(fresh, measured); });
   }
+  // After the host's file is written: what the budget cut short is planned with, never stored.
+  for (const auto& [id, device] : partial.devices())
+    for (const auto& [key, entry] : device.entries) cache.put(id, device.fingerprint, entry);
   return std::make_shared<TunedPlanner>(TunePolicy::off, std::move(cache), options, device_id,
                                         std::move(fields));
 }

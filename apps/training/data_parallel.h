@@ -35,6 +35,10 @@ class DataParallel {
   // `cache_path` when this is the first rank of a host other than rank 0's. Waits for rank 0's
   // tuning under a long timeout (an hour at least), since profiling a large model takes minutes.
   void send_tuning(const TunedPlanner& tuned);
+  // What send_tuning sends: rank 0's device id, its host, its cache (`stored`, what its file has or
+  // gets) and the entries its tuning budget cut short (`partial`: planned with, never stored).
+  static std::string tuning_message(const std::string& device_id, const std::string& host,
+                                    const TuningCache& stored, const TuningCache& partial = {});
   std::shared_ptr<TunedPlanner> receive_tuning(const std::filesystem::path& cache_path,
                                                const TunerOptions& options);
   // The planner this rank plans with: on rank 0 its own over `cache_path` (under `policy`, for

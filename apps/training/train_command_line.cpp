@@ -64,6 +64,10 @@ TrainOptions options_from(const CommandLine& cli) {
                   to_string(o.device), " conv solver '", name, "'; known: ",
                   conv_solver_names(o.device));
   o.tune_cache = cli.get("tune-cache");
+  if (cli.has("tune-budget")) {
+    o.tune_budget = cli.get_double("tune-budget");
+    TUNECNN_CHECK(o.tune_budget > 0, "--tune-budget must be a positive number of seconds, got ", cli.get("tune-budget"));
+  }
   if (cli.has("max-workspace")) {
     const std::optional<std::size_t> bytes = parse_byte_count(cli.get("max-workspace"));
     TUNECNN_CHECK(bytes.has_value(), "--max-workspace must be a number of bytes, got '",
@@ -150,6 +154,9 @@ CommandLine train_command_line() {
                                "read over the read-only system cache ($TUNECNN_SYSTEM_TUNE_CACHE, else "
                                "share/tunecnn/tuning.yaml beside the programs' folder, if there), which "
                                "is never written");
+  cli.option("tune-budget", "", "seconds the tuner may spend profiling (default: no limit): the layers "
+                                "with the most work are tuned first, the rest take the device thresholds "
+                                "(as --tune off) and are tuned by a later run; the summary says how many");
   cli.option("max-workspace", "", "largest conv workspace a tuned candidate may use, in bytes "
                                   "(default: unlimited)");
   cli.option("force-solver", "", "comma-separated conv solvers to use wherever they run (e.g. "

@@ -265,6 +265,7 @@ void Run::create_tuner() {
   const std::filesystem::path cache = o_.tune_cache.empty() ? default_tuning_cache_path() : o_.tune_cache;
   // Rank 0 tunes; the others wait here for its entries, and plan from them without timing.
   tuner_ = dp_.make_tuner(parse_tune_policy(o_.tune), cache, options, o_.device);
+  if (o_.tune_budget > 0) tuner_->set_budget(o_.tune_budget);
   planners_ = Planners::all(tuner_);
 }
 

@@ -59,6 +59,7 @@ struct TrainOptions {
   // drawn, so runs and resumes stay identical), and one "tuning: ..." line is printed.
   std::string tune;
   std::filesystem::path tune_cache;      // empty: default_tuning_cache_path()
+  double tune_budget = 0;                // seconds of profiling at most (TunedPlanner::set_budget); 0: none
   std::size_t max_workspace = SIZE_MAX;  // conv workspace budget for tuned candidates
   std::vector<std::string> force_solvers;  // --force-solver: only these conv solvers where they run
   // The job's processes (core/communicator.h); null: this process alone. With more than one
