@@ -4,11 +4,10 @@
 // tuning_cache_emit.cpp (writing) and tuning_cache_parse.cpp (reading).
 #include "autotune/tuning_cache.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "autotune/cache_lock.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/types.h"
@@ -88,32 +88,6 @@ bool is_known_solver(std::string_view name) {
 
 // ---- files, locking and bad files ----
 namespace {
-
-// An exclusive flock on PATH.lock for as long as the object lives. The lock file is never
-// removed: deleting it would let two processes lock two different inodes.
-class CacheLock {
- public:
-  explicit CacheLock(const fs::path& cache_path) {
-    const fs::path lock_path = fs::path(cache_path.string() + ".lock");
-    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    TUNECNN_CHECK(fd_ >= 0, "cannot open the lock file ", lock_path.string(), ": ",
-                  std::strerror(errno));
-    int rc;
-    do rc = ::flock(fd_, LOCK_EX);
-    while (rc != 0 && errno == EINTR);
-    if (rc != 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd_);
-      TUNECNN_FAIL("cannot lock ", lock_path.string(), ": ", why);
-    }
-  }
-  ~CacheLock() { ::close(fd_); }  // closing releases the flock
-  CacheLock(const CacheLock&) = delete;
-  CacheLock& operator=(const CacheLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // nullopt when the file does not exist.
 std::optional<std::string> read_text(const fs::path& path) {
@@ -210,6 +184,17 @@ void save_tuning_cache(const TuningCache& cache, const fs::path& path) {
   write_file_atomically(path, cache.to_yaml());
 }
 
+namespace {
+// Once per process: a cache whose writers cannot trust flock says which lock they take instead.
+void warn_once_about_the_lock(const fs::path& path, std::vector<std::string>& warnings) {
+  static std::atomic<bool> warned{false};
+  const CacheLockChoice choice = cache_lock_choice(path);
+  if (choice.scheme == CacheLockScheme::flock || warned.exchange(true)) return;
+  warnings.push_back("tuning cache " + path.string() + ": " + choice.why + "; its writers lock it with " +
+                     path.string() + ".lock.owner (created with O_EXCL) instead");
+}
+}  // namespace
+
 LoadedTuningCache update_tuning_cache_file(const fs::path& path,
                                            const std::function<void(TuningCache&)>& fn) {
   require_cache_file(path);
@@ -226,6 +211,7 @@ LoadedTuningCache update_tuning_cache_file(const fs::path& path,
   }
   fn(loaded.cache);
   write_file_atomically(path, loaded.cache.to_yaml());
+  warn_once_about_the_lock(path, loaded.warnings);
   return loaded;
 }
 
