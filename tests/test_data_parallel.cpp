@@ -2,6 +2,7 @@
 // receives rank 0's tuning (and keeps it in its own host's cache file), and how rank 0 stops a
 // job whose ranks would not train alike. The real two-rank runs are in tests/mpi/.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <stdexcept>
 
@@ -121,6 +122,21 @@ TEST(DataParallel, ARankOnAnotherHostKeepsOnlyWhatRankZeroMeasuredBeyondTheSyste
   EXPECT_NE(kept.find("dev-a", "conv fwd measured"), nullptr);
   EXPECT_EQ(kept.find("dev-a", "conv fwd shipped"), nullptr);
   EXPECT_FALSE(kept.thresholds("dev-a").mec_t.has_value());
+}
+
+// Hosts sharing one cache file (a home folder on NFS): rank 0 wrote it, so the other hosts'
+// first ranks find its entries there and do not rewrite it.
+TEST(DataParallel, ARankOnAnotherHostLeavesASharedCacheFileThatHasRankZerosEntriesAlone) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "tuning.yaml";
+  save_tuning_cache(cache_with_mec_t("dev-a", 42), path);  // what rank 0 wrote to the shared file
+  const auto inode_before = [&] { struct stat st {}; ::stat(path.c_str(), &st); return st.st_ino; }();
+  auto comm = std::make_shared<ScriptedRank>(1, "host-b");
+  comm->root_message = root_message("host-a");
+  DataParallel(comm).receive_tuning(path, TunerOptions{});
+  struct stat after {};
+  ::stat(path.c_str(), &after);
+  EXPECT_EQ(after.st_ino, inode_before) << "an atomic rewrite would have replaced the file";
 }
 
 // Rank 0's tuning budget cut a search short: the other ranks plan with that entry, as rank 0 does,

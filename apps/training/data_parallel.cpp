@@ -67,11 +67,13 @@ std::shared_ptr<TunedPlanner> DataParallel::receive_tuning(const std::filesystem
     fields = device->second.fingerprint;
   if (comm_->local_rank() == 0 && comm_->host() != root_host && !cache_path.empty()) {
     // Another host: keep rank 0's measurements in this host's cache file too, but not what rank
-    // 0 read from the system cache this host has as well.
+    // 0 read from the system cache this host has as well. Hosts sharing one file (a home folder
+    // on NFS) find rank 0's entries already there and leave it alone: one writer, not one per host.
     const TuningCache measured =
         above_system(cache, load_system_tuning_cache(default_system_tuning_cache_path()).cache);
-    update_tuning_cache_file(cache_path,
-                             [&](TuningCache& fresh) { fresh = merge(fresh, measured); });
+    const TuningCache here = load_tuning_cache(cache_path).cache;
+    if (!(merge(here, measured) == here))
+      update_tuning_cache_file(cache_path, [&](TuningCache& fresh) { fresh = merge(fresh, measured); });
   }
   // After the host's file is written: what the budget cut short is planned with, never stored.
   for (const auto& [id, device] : partial.devices())
