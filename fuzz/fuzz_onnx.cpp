@@ -1,7 +1,7 @@
 // ONNX import (models/onnx_import.h): the input is the .onnx file, read by onnx_input_shape and
 // import_onnx. A refusal must be a tunecnn::Error that names the file and quotes none of its
 // bytes raw (printable(): a name in the file may hold a terminal escape). A network that imports
-// then runs a forward pass on a zero image, in evaluation mode (predict) and in training mode
+// then runs a forward pass on zero images, in evaluation mode (predict) and in training mode
 // (train): an Error there means the importer accepted a network it cannot run, so it aborts.
 #include <cstdint>
 #include <cstdio>
@@ -54,10 +54,10 @@ bool affordable(const Module& layer, const Shape& input) {
   return true;
 }
 
-// Runs `model` layer by layer on one zero example, stopping before a layer over the bounds.
-void forward_one(Sequential& model, const Shape& chw) {
+// Runs `model` layer by layer on a zero batch, stopping before a layer over the bounds.
+void forward(Sequential& model, const Shape& chw, std::int64_t batch_size) {
   Shape batch = chw;
-  batch.insert(batch.begin(), 1);
+  batch.insert(batch.begin(), batch_size);
   if (elements(batch) > kMaxActivation) return;
   Variable x(Tensor::zeros(batch));
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -79,9 +79,11 @@ void check_refusal(const Error& e, const std::string& path) {
 void run_both_modes(const OnnxNetwork& net) {
   try {
     net.model->eval();
-    forward_one(*net.model, net.input);
+    forward(*net.model, net.input, 1);
+    // Two examples: batch normalisation in training needs more than one value per channel,
+    // which one example of 1 x 1 pixels does not give it.
     net.model->train();
-    forward_one(*net.model, net.input);
+    forward(*net.model, net.input, 2);
   } catch (const Error& e) {
     std::fprintf(stderr, "fuzz_onnx: an imported network fails its forward pass: %s\n",
                  printable(e.what()).c_str());
