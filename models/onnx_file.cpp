@@ -36,6 +36,11 @@ std::int64_t element_count(const std::vector<std::int64_t>& dims, const std::str
 
 }  // namespace
 
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return printable(text);
+}
+
 onnx::ModelProto load(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   TUNECNN_CHECK(in.good(), file.string(), ": cannot open it for reading");
@@ -45,7 +50,7 @@ onnx::ModelProto load(const std::filesystem::path& file) {
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    TUNECNN_FAIL(file.string(), ": ONNX's checker refuses it: ", e.what());
+    TUNECNN_FAIL(file.string(), ": ONNX's checker refuses it: ", one_line(e.what()));
   }
   return model;
 }

@@ -225,8 +225,10 @@ class ChainBuilder {
                   "training_mode and its extra outputs are not supported");
     // ONNX's momentum weighs the running value (0.9); tunecnn's, like PyTorch's, the batch's (0.1),
     // rounded to a float's digits again: 1 - 0.9 is 0.09999999999999998 in double, not 0.1.
+    const double momentum = onnx_file::float_attr(node, "momentum", 0.9f);
+    TUNECNN_CHECK(momentum >= 0 && momentum <= 1, "momentum ", momentum, " is not in [0, 1]");
     BatchNormOptions options;
-    options.momentum = onnx_file::decimal_of(static_cast<float>(1.0 - onnx_file::float_attr(node, "momentum", 0.9f)));
+    options.momentum = onnx_file::decimal_of(static_cast<float>(1.0 - momentum));
     options.eps = onnx_file::float_attr(node, "epsilon", 1e-5f);
     auto layer = std::make_shared<BatchNorm2d>(static_cast<int>(shape_[0]), options);
     copy_into(parameter(*layer, "weight"), weight(node, 1, "scale"), "scale");
@@ -416,7 +418,7 @@ OnnxNetwork import_onnx(const std::filesystem::path& file, std::shared_ptr<Rng> 
     }
     return chain.finish(graph);
   } catch (const Error& e) {
-    TUNECNN_FAIL(file.string(), ": ", e.message());
+    TUNECNN_FAIL(file.string(), ": ", onnx_file::one_line(e.message()));  // it quotes the file's names
   }
 }
 
@@ -425,7 +427,7 @@ Shape onnx_input_shape(const std::filesystem::path& file) {
   try {
     return onnx_file::data_input(model.graph()).chw;
   } catch (const Error& e) {
-    TUNECNN_FAIL(file.string(), ": ", e.message());
+    TUNECNN_FAIL(file.string(), ": ", onnx_file::one_line(e.message()));
   }
 }
 

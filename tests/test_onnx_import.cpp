@@ -324,5 +324,36 @@ TEST_F(BadOnnx, AnOutputThatIsNotClassesIsNoNetworkToTrain) {
       {file.string(), "ends in shape [2, 4, 4]", "[batch, classes]"});
 }
 
+// Found by fuzz_onnx (fuzz/regressions/onnx/): ONNX's checker quotes a node over several lines,
+// and the importer quoted the file's names as they were, terminal escapes included.
+TEST_F(BadOnnx, ItsNamesAndTheCheckersMessageAreQuotedOnOneLineWithoutControlBytes) {
+  onnx::ModelProto m = chain({"Relu", "Sigmoid"});
+  m.mutable_graph()->mutable_node(1)->set_name("n1\x1b[31m");
+  const fs::path escape = save(m, "escape.onnx");
+  expect_refused(escape, {"node 1 'n1\\x1b[31m' (Sigmoid)"});
+  m.mutable_graph()->mutable_node()->SwapElements(0, 1);  // out of order: the checker refuses it
+  const fs::path unsorted = save(m, "unsorted.onnx");
+  expect_refused(unsorted, {"ONNX's checker refuses it", "topologically sorted"});
+  for (const fs::path& file : {escape, unsorted}) {
+    try {
+      import_onnx(file, std::make_shared<Rng>(1));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), printable(e.message()));
+    }
+  }
+}
+
+// Found by fuzz_onnx: the layer refused the momentum only in its first forward pass.
+TEST_F(BadOnnx, ABatchNormMomentumOutsideZeroToOneIsRefusedAtImport) {
+  onnx::ModelProto m = chain({"BatchNormalization"});
+  onnx::NodeProto* bn = m.mutable_graph()->mutable_node(0);
+  for (const char* name : {"scale", "B", "mean", "var"}) add_weight(m.mutable_graph(), bn, name, {2});
+  onnx::AttributeProto* momentum = bn->add_attribute();
+  momentum->set_name("momentum");
+  momentum->set_type(onnx::AttributeProto::FLOAT);
+  momentum->set_f(1.25f);
+  expect_refused(save(m, "momentum.onnx"), {"node 0 'n0' (BatchNormalization)", "momentum 1.25 is not in [0, 1]"});
+}
+
 }  // namespace
 }  // namespace tunecnn
