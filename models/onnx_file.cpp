@@ -14,8 +14,6 @@
 namespace tunecnn::onnx_file {
 namespace {
 
-// Far beyond any image a CNN here takes, far below what would overflow the element counts.
-constexpr std::int64_t kMaxSide = 1 << 16;
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 32;
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::string& name) {

@@ -13,6 +13,10 @@
 
 namespace tunecnn::onnx_file {
 
+// The largest image side, kernel, stride, padding and LRN size imported: far beyond any image a
+// CNN here takes, far below what would overflow the shape arithmetic or tunecnn's int geometry.
+constexpr std::int64_t kMaxSide = 1 << 16;
+
 // Parses `file` and runs onnx::checker on it. Throws Error naming the file.
 onnx::ModelProto load(const std::filesystem::path& file);
 
