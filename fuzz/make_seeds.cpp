@@ -1,15 +1,33 @@
-// Writes the seeds that need the project's own writers: a checkpoint (save_checkpoint) and a
-// tuning cache (TuningCache::to_yaml), into the corpus folders given. Run once by hand when the
-// formats change: build-fuzz/fuzz/fuzz_make_seeds fuzz/corpus
+// Writes the seeds that need the project's own writers: a checkpoint (save_checkpoint), a
+// tuning cache (TuningCache::to_yaml) and, in a build with ONNX, tiny networks (export_onnx),
+// into the corpus folders given. Run once by hand when the formats change:
+// build-fuzz/fuzz/fuzz_make_seeds fuzz/corpus
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "autotune/tuning_cache.h"
 #include "core/checkpoint.h"
 #include "core/tensor.h"
+
+#ifdef TUNECNN_HAVE_ONNX
+#include "core/module.h"
+#include "core/rng.h"
+#include "models/onnx_export.h"
+#include "ops/batch_norm.h"
+#include "ops/conv/conv2d.h"
+#include "ops/flatten.h"
+#include "ops/global_avg_pool.h"
+#include "ops/linear.h"
+#include "ops/lrn.h"
+#include "ops/pool/pool2d.h"
+#include "ops/relu.h"
+#endif
 
 namespace {
 
@@ -60,6 +78,39 @@ void tuning_cache_seed(const fs::path& dir) {
   write(dir / "one-device.yaml", cache.to_yaml());
 }
 
+#ifdef TUNECNN_HAVE_ONNX
+// Networks of a few hundred weights each, so a seed stays a few KB and every mutation imports
+// and runs in well under a millisecond; between them they hold every node kind the exporter
+// writes. The nodes it never writes (Pad, Constant, MatMul, Reshape, ...) come from
+// fuzz/make_onnx_seeds.py.
+void onnx_seeds(const fs::path& dir) {
+  using namespace tunecnn;
+  Rng rng(7);
+  Sequential plain;
+  plain.add(std::make_shared<Conv2d>(3, 4, 3, 1, 1, rng)).add(std::make_shared<BatchNorm2d>(4));
+  plain.add(std::make_shared<ReLU>()).add(std::make_shared<Pool2d>(PoolKind::max, PoolGeometry::square(2, 2)));
+  plain.add(std::make_shared<Flatten>()).add(std::make_shared<Linear>(4 * 4 * 4, 5, rng));
+  Sequential depthwise;
+  depthwise.add(std::make_shared<Conv2d>(4, 4, 3, 1, 1, rng, 4, false)).add(std::make_shared<ReLU6>());
+  depthwise.add(std::make_shared<Conv2d>(4, 6, 1, 1, 0, rng)).add(std::make_shared<BatchNorm2d>(6));
+  depthwise.add(std::make_shared<ReLU6>()).add(std::make_shared<GlobalAvgPool>());
+  depthwise.add(std::make_shared<Linear>(6, 3, rng));
+  Sequential lrn;
+  lrn.add(std::make_shared<Conv2d>(1, 3, 5, 2, 2, rng)).add(std::make_shared<ReLU>());
+  lrn.add(std::make_shared<LocalResponseNorm>(LrnParams{3, 1e-4, 0.75, 2.0}));
+  lrn.add(std::make_shared<Pool2d>(PoolKind::avg, PoolGeometry::square(3, 2, 1)));
+  lrn.add(std::make_shared<Flatten>()).add(std::make_shared<Linear>(3 * 3 * 3, 4, rng));
+  const std::vector<std::tuple<const char*, const Sequential*, Shape>> networks = {
+      {"conv-bn-relu-pool-gemm.onnx", &plain, {3, 8, 8}},
+      {"depthwise-relu6-gap.onnx", &depthwise, {4, 6, 6}},
+      {"lrn-avgpool-stride2.onnx", &lrn, {1, 10, 10}}};
+  for (const auto& [name, model, input] : networks) {
+    export_onnx(*model, input, dir / name);
+    std::cout << (dir / name).string() << ": " << fs::file_size(dir / name) << " bytes\n";
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,5 +121,8 @@ int main(int argc, char** argv) {
   const fs::path corpus = argv[1];
   checkpoint_seed(corpus / "checkpoint");
   tuning_cache_seed(corpus / "tuning_cache");
+#ifdef TUNECNN_HAVE_ONNX
+  onnx_seeds(corpus / "onnx");
+#endif
   return 0;
 }

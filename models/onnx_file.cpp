@@ -14,8 +14,6 @@
 namespace tunecnn::onnx_file {
 namespace {
 
-// Far beyond any image a CNN here takes, far below what would overflow the element counts.
-constexpr std::int64_t kMaxSide = 1 << 16;
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 32;
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::string& name) {
@@ -36,6 +34,11 @@ std::int64_t element_count(const std::vector<std::int64_t>& dims, const std::str
 
 }  // namespace
 
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return printable(text);
+}
+
 onnx::ModelProto load(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   TUNECNN_CHECK(in.good(), file.string(), ": cannot open it for reading");
@@ -45,7 +48,7 @@ onnx::ModelProto load(const std::filesystem::path& file) {
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    TUNECNN_FAIL(file.string(), ": ONNX's checker refuses it: ", e.what());
+    TUNECNN_FAIL(file.string(), ": ONNX's checker refuses it: ", one_line(e.what()));
   }
   return model;
 }

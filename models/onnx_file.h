@@ -13,6 +13,10 @@
 
 namespace tunecnn::onnx_file {
 
+// The largest image side, kernel, stride, padding and LRN size imported: far beyond any image a
+// CNN here takes, far below what would overflow the shape arithmetic or tunecnn's int geometry.
+constexpr std::int64_t kMaxSide = 1 << 16;
+
 // Parses `file` and runs onnx::checker on it. Throws Error naming the file.
 onnx::ModelProto load(const std::filesystem::path& file);
 
@@ -45,6 +49,11 @@ std::vector<std::int64_t> ints_attr(const onnx::NodeProto& node, const std::stri
                                     std::vector<std::int64_t> fallback);
 // The attribute names the node sets, for refusing ones the importer does not know.
 std::vector<std::string> attribute_names(const onnx::NodeProto& node);
+
+// Text from the file (a node's name, ONNX's checker quoting a node over several lines) fit for a
+// message: on one line, control bytes written as \xNN (printable()), as a name in a hostile file
+// may hold a terminal escape.
+std::string one_line(std::string text);
 
 // "node 3 'conv1' (Conv)" for messages.
 std::string label(const onnx::NodeProto& node, int index);

@@ -52,12 +52,23 @@ void copy_into(Tensor target, const Floats& f, const std::string& what) {
   std::copy(f.values.begin(), f.values.end(), target.data<float>());
 }
 
-// Output side of a window over `in` pixels (floor mode), checked to be positive.
+// Output side of a window over `in` pixels (floor mode), checked to be from 1 to kMaxSide. The
+// window's sizes are already within window_of's bounds, so nothing here overflows.
 std::int64_t window_out(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  TUNECNN_CHECK(in + 2 * pad >= kernel, "a ", kernel, "-wide window with padding ", pad, " does not fit ", in,
+                " pixels");
   const std::int64_t out = (in + 2 * pad - kernel) / stride + 1;
-  TUNECNN_CHECK(kernel > 0 && stride > 0 && pad >= 0 && in + 2 * pad >= kernel && out > 0, "a ", kernel,
-                "-wide window with stride ", stride, " and padding ", pad, " does not fit ", in, " pixels");
+  TUNECNN_CHECK(out <= onnx_file::kMaxSide, "a ", kernel, "-wide window with stride ", stride, " and padding ",
+                pad, " over ", in, " pixels gives ", out, ", more than ", onnx_file::kMaxSide);
   return out;
+}
+
+// Each value from `lowest` to kMaxSide: a hostile file's strides of 0 or pads of 2^62 are refused
+// before any arithmetic on them.
+void check_range(const std::vector<std::int64_t>& values, std::int64_t lowest, const char* what) {
+  for (std::int64_t v : values)
+    TUNECNN_CHECK(v >= lowest && v <= onnx_file::kMaxSide, what, " ", v, " is not supported (from ", lowest,
+                  " to ", onnx_file::kMaxSide, " are)");
 }
 
 // Kernel, stride and padding of a Conv or pooling node, equal on both axes where `square`.
@@ -77,6 +88,9 @@ Window window_of(const onnx::NodeProto& node, std::vector<std::int64_t> kernel, 
                 "needs 2-D kernel_shape, strides, dilations and 4 pads");
   TUNECNN_CHECK(dilations[0] == 1 && dilations[1] == 1, "dilation ", dilations[0], "x", dilations[1],
                 " is not supported (1 is)");
+  check_range(kernel, 1, "kernel_shape");
+  check_range(strides, 1, "stride");
+  check_range(pads, 0, "padding");
   TUNECNN_CHECK(pads[0] == pads[2] && pads[1] == pads[3], "asymmetric pads [", pads[0], ", ", pads[1], ", ",
                 pads[2], ", ", pads[3], "] are not supported (begin and end must be equal)");
   const Window w{kernel[0], kernel[1], strides[0], strides[1], pads[0], pads[1]};
@@ -113,6 +127,8 @@ class ChainBuilder {
   }
 
   OnnxNetwork finish(const onnx::GraphProto& graph) {
+    TUNECNN_CHECK(pending_linear_ == nullptr, "the last MatMul has no Add of its bias after it");
+    TUNECNN_CHECK(pad_ == 0, "the last Pad has no Conv after it");
     TUNECNN_CHECK(graph.output_size() == 1 && graph.output(0).name() == current_, "the graph's output is not ",
                   "the last node's: tunecnn imports a chain that ends in the network's one output");
     return {net_, input_, shape_, shape_.size() == 1 ? static_cast<int>(shape_[0]) : 0, notes_};
@@ -185,6 +201,14 @@ class ChainBuilder {
     return weight(node, index, what);
   }
 
+  // A one-value input (Clip's bounds, Dropout's ratio, Pad's constant_value), when present.
+  std::optional<float> optional_scalar(const onnx::NodeProto& node, int index, const std::string& what) {
+    const std::optional<Floats> f = optional_weight(node, index, what);
+    if (!f) return std::nullopt;
+    TUNECNN_CHECK(f->values.size() == 1, what, " has ", f->values.size(), " values, not one");
+    return f->values[0];
+  }
+
   std::vector<std::int64_t> int64_input(const onnx::NodeProto& node, int index, const std::string& what) {
     return onnx_file::int64s(tensor_input(node, index, what), what + " '" + node.input(index) + "'");
   }
@@ -206,9 +230,11 @@ class ChainBuilder {
     win.ph += pad_, win.pw += pad_;
     pad_ = 0;
     const std::int64_t groups = onnx_file::int_attr(node, "group", 1);
+    TUNECNN_CHECK(groups > 0 && groups <= shape_[0], "group ", groups, " is not from 1 to the input's ", shape_[0],
+                  " channels");
     const std::int64_t in = w.dims[1] * groups, out = w.dims[0];
-    TUNECNN_CHECK(groups > 0 && in == shape_[0], "weight ", shape_str(Shape(w.dims.begin(), w.dims.end())),
-                  " with group ", groups, " takes ", in, " channels; the input has ", shape_[0]);
+    TUNECNN_CHECK(in == shape_[0], "weight ", shape_str(Shape(w.dims.begin(), w.dims.end())), " with group ",
+                  groups, " takes ", in, " channels; the input has ", shape_[0]);
     const std::optional<Floats> b = optional_weight(node, 2, "bias");
     auto layer = std::make_shared<Conv2d>(static_cast<int>(in), static_cast<int>(out), static_cast<int>(win.kh),
                                           static_cast<int>(win.sh), static_cast<int>(win.ph), init_rng_,
@@ -225,8 +251,10 @@ class ChainBuilder {
                   "training_mode and its extra outputs are not supported");
     // ONNX's momentum weighs the running value (0.9); tunecnn's, like PyTorch's, the batch's (0.1),
     // rounded to a float's digits again: 1 - 0.9 is 0.09999999999999998 in double, not 0.1.
+    const double momentum = onnx_file::float_attr(node, "momentum", 0.9f);
+    TUNECNN_CHECK(momentum >= 0 && momentum <= 1, "momentum ", momentum, " is not in [0, 1]");
     BatchNormOptions options;
-    options.momentum = onnx_file::decimal_of(static_cast<float>(1.0 - onnx_file::float_attr(node, "momentum", 0.9f)));
+    options.momentum = onnx_file::decimal_of(static_cast<float>(1.0 - momentum));
     options.eps = onnx_file::float_attr(node, "epsilon", 1e-5f);
     auto layer = std::make_shared<BatchNorm2d>(static_cast<int>(shape_[0]), options);
     copy_into(parameter(*layer, "weight"), weight(node, 1, "scale"), "scale");
@@ -239,10 +267,7 @@ class ChainBuilder {
   // Clip's bounds: inputs from opset 11, attributes before.
   void clip(const onnx::NodeProto& node) {
     const auto bound = [&](int index, const char* attr, float fallback) {
-      if (const std::optional<Floats> f = optional_weight(node, index, attr)) {
-        TUNECNN_CHECK(f->values.size() == 1, attr, " is not a scalar");
-        return f->values[0];
-      }
+      if (const std::optional<float> f = optional_scalar(node, index, attr)) return *f;
       return static_cast<float>(onnx_file::float_attr(node, attr, fallback));
     };
     const float inf = std::numeric_limits<float>::infinity();
@@ -258,6 +283,8 @@ class ChainBuilder {
     TUNECNN_CHECK(node.output_size() == 1, "the Indices output is not supported");
     TUNECNN_CHECK(onnx_file::int_attr(node, "storage_order", 0) == 0, "storage_order 1 is not supported");
     const Window w = window_of(node, {}, false);
+    TUNECNN_CHECK(w.ph < w.kh && w.pw < w.kw, "pads ", w.ph, "x", w.pw, " are not smaller than the ", w.kh, "x",
+                  w.kw, " window: tunecnn's pooling needs a real pixel in every window");
     TUNECNN_CHECK(kind == PoolKind::max || onnx_file::int_attr(node, "count_include_pad", 0) == 0 ||
                       (w.ph == 0 && w.pw == 0),
                   "count_include_pad 1 with padding is not supported (tunecnn divides by the real pixels)");
@@ -277,12 +304,13 @@ class ChainBuilder {
 
   void lrn(const onnx::NodeProto& node) {
     require_image("LRN");
+    const std::int64_t size = onnx_file::int_attr(node, "size", 0);
+    check_range({size}, 1, "size");
     LrnParams p;
-    p.size = static_cast<int>(onnx_file::int_attr(node, "size", 0));
+    p.size = static_cast<int>(size);
     p.alpha = onnx_file::float_attr(node, "alpha", 1e-4f);
     p.beta = onnx_file::float_attr(node, "beta", 0.75f);
     p.k = onnx_file::float_attr(node, "bias", 1.0f);
-    TUNECNN_CHECK(p.size > 0, "size ", p.size, " must be positive");
     append(std::make_shared<LocalResponseNorm>(p), "lrn");
   }
 
@@ -368,8 +396,8 @@ class ChainBuilder {
 
   void dropout(const onnx::NodeProto& node) {
     TUNECNN_CHECK(node.output_size() == 1 || node.output(1).empty(), "its mask output is not supported");
-    const std::optional<Floats> ratio = optional_weight(node, 1, "ratio");
-    const double p = ratio ? ratio->values.at(0) : onnx_file::float_attr(node, "ratio", 0.5f);
+    const std::optional<float> ratio = optional_scalar(node, 1, "ratio");
+    const double p = ratio ? *ratio : onnx_file::float_attr(node, "ratio", 0.5f);
     append(std::make_shared<Dropout>(p, dropout_rng_), "dropout");
   }
 
@@ -377,12 +405,13 @@ class ChainBuilder {
   void pad(const onnx::NodeProto& node) {
     TUNECNN_CHECK(onnx_file::string_attr(node, "mode", "constant") == "constant", "mode ",
                   onnx_file::string_attr(node, "mode", ""), " is not supported (constant zeros are)");
-    TUNECNN_CHECK(node.input_size() < 3 || node.input(2).empty() || weight(node, 2, "constant_value").values.at(0) == 0,
+    TUNECNN_CHECK(optional_scalar(node, 2, "constant_value").value_or(0) == 0,
                   "a non-zero constant_value is not supported");
     const std::vector<std::int64_t> pads = int64_input(node, 1, "pads");
     TUNECNN_CHECK(pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
                       pads[2] == pads[3] && pads[2] == pads[6] && pads[2] == pads[7] && pads[2] >= 0,
                   "only the same zero padding on all four sides of H and W is supported");
+    check_range({pads[2]}, 0, "padding");
     pad_ = pads[2];
   }
 
@@ -416,7 +445,7 @@ OnnxNetwork import_onnx(const std::filesystem::path& file, std::shared_ptr<Rng> 
     }
     return chain.finish(graph);
   } catch (const Error& e) {
-    TUNECNN_FAIL(file.string(), ": ", e.message());
+    TUNECNN_FAIL(file.string(), ": ", onnx_file::one_line(e.message()));  // it quotes the file's names
   }
 }
 
@@ -425,7 +454,7 @@ Shape onnx_input_shape(const std::filesystem::path& file) {
   try {
     return onnx_file::data_input(model.graph()).chw;
   } catch (const Error& e) {
-    TUNECNN_FAIL(file.string(), ": ", e.message());
+    TUNECNN_FAIL(file.string(), ": ", onnx_file::one_line(e.message()));
   }
 }
 

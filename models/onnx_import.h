@@ -10,7 +10,8 @@
 // (symmetric pads, floor mode; AveragePool divides by the real pixels), GlobalAveragePool, LRN,
 // Flatten (axis 1) and Reshape to [batch, features], Gemm (alpha = beta = 1) and MatMul followed
 // by Add, Dropout, Identity, Constant inputs, a zero Pad before a Conv (folded into its padding),
-// and a Softmax or LogSoftmax as the last node (dropped: the loss applies it).
+// and a Softmax or LogSoftmax as the last node (dropped: the loss applies it). Kernels, strides,
+// pads, LRN sizes and every activation side run from 1 (pads from 0) to 65,536.
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -481,6 +481,14 @@ void batch_norm_backward(std::vector<Variable>& in, const Tensor& dy, const Save
   in[0].add_grad(dx);
 }
 
+// Also checked when a layer is built, so a network read from a file (ONNX's momentum and
+// epsilon) is refused there rather than failing its first forward pass.
+void check_options(const BatchNormOptions& options) {
+  TUNECNN_CHECK(options.eps > 0 && options.momentum >= 0 && options.momentum <= 1,
+                "batch_norm: eps must be positive and momentum in [0, 1], got eps ", options.eps,
+                " momentum ", options.momentum);
+}
+
 }  // namespace
 
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
@@ -488,9 +496,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                     const BatchNormOptions& options) {
   const Tensor& input = x.data();
   check_inputs(input, gamma.data(), beta.data(), running_mean, running_var);
-  TUNECNN_CHECK(options.eps > 0 && options.momentum >= 0 && options.momentum <= 1,
-                "batch_norm: eps must be positive and momentum in [0, 1], got eps ", options.eps,
-                " momentum ", options.momentum);
+  check_options(options);
   check_same_device("batch_norm", input, gamma.data(), beta.data(), running_mean, running_var);
   const View v = view_of(input);
   TUNECNN_CHECK(!training || v.per_channel() > 1, "batch_norm in training needs more than one ",
@@ -534,6 +540,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
 BatchNorm2d::BatchNorm2d(int channels, BatchNormOptions options)
     : channels_(channels), options_(options) {
   TUNECNN_CHECK(channels > 0, "BatchNorm2d(", channels, "): channels must be positive");
+  check_options(options);
   gamma_ = register_parameter("weight", Tensor::full({channels}, 1.0));
   beta_ = register_parameter("bias", Tensor::zeros({channels}));
   running_mean_ = Tensor::zeros({channels});

@@ -2,6 +2,7 @@
 every reader issue 30 names has a fuzz target with its source file, its committed seeds and its
 place in fuzz/CMakeLists.txt, the target including the reader's header."""
 import subprocess
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -20,6 +21,7 @@ READERS = {
     "apps/training/train_command_line.h": "cli",
     "apps/autotune_cli/subcommands.h": "cli",
     "apps/bench/conv_options.h": "cli",
+    "models/onnx_import.h": "onnx",  # built only with ONNX (libonnx-dev, libprotobuf-dev)
 }
 
 
@@ -38,6 +40,15 @@ class FuzzTool(unittest.TestCase):
         self.assertEqual(run("--time", "0", "--no-build").returncode, 2)
         self.assertEqual(run("--only", "nonsense", "--no-build").returncode, 2)
         self.assertEqual(run("--frobnicate").returncode, 2)
+
+    def test_a_target_the_build_left_out_is_an_error_only_when_asked_for(self):
+        with tempfile.TemporaryDirectory() as build:
+            (Path(build) / "fuzz").mkdir()
+            (Path(build) / "fuzz" / "targets.txt").write_text("idx;cifar\n")
+            result = run("--only", "onnx", "--no-build", "--build-dir", build)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("no onnx target", result.stderr)
+            self.assertIn("libonnx-dev", result.stderr)
 
     def test_every_reader_has_a_target(self):
         listed = run("--list").stdout.split()

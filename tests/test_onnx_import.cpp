@@ -249,6 +249,33 @@ class BadOnnx : public ::testing::Test {
     node->add_input(name);
   }
 
+  static void set_ints(onnx::NodeProto* node, const std::string& name, const std::vector<std::int64_t>& values) {
+    onnx::AttributeProto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(values.size() == 1 ? onnx::AttributeProto::INT : onnx::AttributeProto::INTS);
+    if (values.size() == 1) a->set_i(values[0]);
+    else for (std::int64_t v : values) a->add_ints(v);
+  }
+
+  static void add_int64s(onnx::GraphProto* g, onnx::NodeProto* node, const std::string& name,
+                         const std::vector<std::int64_t>& values) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<std::int64_t>(values.size()));
+    for (std::int64_t v : values) t->add_int64_data(v);
+    node->add_input(name);
+  }
+
+  // A Conv of 2 -> 2 channels, 3 x 3, on the chain's [1, 2, 4, 4] input, with these attributes.
+  onnx::ModelProto conv_with(const std::string& attribute, const std::vector<std::int64_t>& values) {
+    onnx::ModelProto m = chain({"Conv"});
+    onnx::NodeProto* conv = m.mutable_graph()->mutable_node(0);
+    add_weight(m.mutable_graph(), conv, "w", {2, 2, 3, 3});
+    set_ints(conv, attribute, values);
+    return m;
+  }
+
   fs::path save(const onnx::ModelProto& m, const std::string& name) {
     const fs::path file = dir_.path() / name;
     std::ofstream out(file, std::ios::binary);
@@ -322,6 +349,90 @@ TEST_F(BadOnnx, AnOutputThatIsNotClassesIsNoNetworkToTrain) {
   testing::expect_error(
       [&] { build_model(file.string(), {.input_shape = {2, 4, 4}, .num_classes = 10, .dropout_rng = nullptr, .planners = {}}, rng); },
       {file.string(), "ends in shape [2, 4, 4]", "[batch, classes]"});
+}
+
+// Found by fuzz_onnx (fuzz/regressions/onnx/): ONNX's checker quotes a node over several lines,
+// and the importer quoted the file's names as they were, terminal escapes included.
+TEST_F(BadOnnx, ItsNamesAndTheCheckersMessageAreQuotedOnOneLineWithoutControlBytes) {
+  onnx::ModelProto m = chain({"Relu", "Sigmoid"});
+  m.mutable_graph()->mutable_node(1)->set_name("n1\x1b[31m");
+  const fs::path escape = save(m, "escape.onnx");
+  expect_refused(escape, {"node 1 'n1\\x1b[31m' (Sigmoid)"});
+  m.mutable_graph()->mutable_node()->SwapElements(0, 1);  // out of order: the checker refuses it
+  const fs::path unsorted = save(m, "unsorted.onnx");
+  expect_refused(unsorted, {"ONNX's checker refuses it", "topologically sorted"});
+  for (const fs::path& file : {escape, unsorted}) {
+    try {
+      import_onnx(file, std::make_shared<Rng>(1));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), printable(e.message()));
+    }
+  }
+}
+
+// Found by fuzz_onnx: the layer refused the momentum only in its first forward pass.
+TEST_F(BadOnnx, ABatchNormMomentumOutsideZeroToOneIsRefusedAtImport) {
+  onnx::ModelProto m = chain({"BatchNormalization"});
+  onnx::NodeProto* bn = m.mutable_graph()->mutable_node(0);
+  for (const char* name : {"scale", "B", "mean", "var"}) add_weight(m.mutable_graph(), bn, name, {2});
+  onnx::AttributeProto* momentum = bn->add_attribute();
+  momentum->set_name("momentum");
+  momentum->set_type(onnx::AttributeProto::FLOAT);
+  momentum->set_f(1.25f);
+  expect_refused(save(m, "momentum.onnx"), {"node 0 'n0' (BatchNormalization)", "momentum 1.25 is not in [0, 1]"});
+}
+
+// Found by review, each would have been undefined behaviour (a division by zero, signed
+// overflow) or a network other than the file's (a padding or LRN size cut to an int).
+TEST_F(BadOnnx, WindowSizesOutOfRangeAreRefusedBeforeAnyArithmetic) {
+  const std::int64_t huge = std::int64_t{1} << 62;
+  expect_refused(save(conv_with("strides", {0, 0}), "stride0.onnx"), {"(Conv)", "stride 0 is not supported"});
+  expect_refused(save(conv_with("pads", {huge, huge, huge, huge}), "pads.onnx"), {"padding 4611686018427387904"});
+  expect_refused(save(conv_with("pads", {(std::int64_t{1} << 32) + 1, 1, 1, 1}), "pads32.onnx"),
+                 {"padding 4294967297 is not supported (from 0 to 65536 are)"});
+  expect_refused(save(conv_with("group", {huge}), "group.onnx"), {"group 4611686018427387904 is not from 1"});
+  onnx::ModelProto lrn = chain({"LRN"});
+  set_ints(lrn.mutable_graph()->mutable_node(0), "size", {(std::int64_t{1} << 32) + 3});
+  expect_refused(save(lrn, "lrn.onnx"), {"(LRN)", "size 4294967299 is not supported"});
+  onnx::ModelProto pool = chain({"MaxPool"});
+  set_ints(pool.mutable_graph()->mutable_node(0), "kernel_shape", {2, 2});
+  set_ints(pool.mutable_graph()->mutable_node(0), "strides", {0, 0});
+  expect_refused(save(pool, "pool_stride0.onnx"), {"(MaxPool)", "stride 0 is not supported"});
+  onnx::ModelProto pad = chain({"Pad", "Conv"});
+  add_int64s(pad.mutable_graph(), pad.mutable_graph()->mutable_node(0), "pads", {0, 0, huge, huge, 0, 0, huge, huge});
+  add_weight(pad.mutable_graph(), pad.mutable_graph()->mutable_node(1), "w", {2, 2, 3, 3});
+  expect_refused(save(pad, "pad.onnx"), {"(Pad)", "padding 4611686018427387904 is not supported"});
+}
+
+// Found by review: tunecnn's pooling refused such a window only in the first forward pass.
+TEST_F(BadOnnx, APoolingPaddingAsWideAsItsWindowIsRefusedAtImport) {
+  onnx::ModelProto m = chain({"MaxPool"});
+  set_ints(m.mutable_graph()->mutable_node(0), "kernel_shape", {2, 2});
+  set_ints(m.mutable_graph()->mutable_node(0), "pads", {2, 2, 2, 2});
+  expect_refused(save(m, "pool_pads.onnx"), {"(MaxPool)", "pads 2x2 are not smaller than the 2x2 window"});
+}
+
+// Found by review: an empty ratio or constant_value threw std::out_of_range, not an Error.
+TEST_F(BadOnnx, AScalarInputWithNoValuesIsRefused) {
+  onnx::ModelProto dropout = chain({"Dropout"});
+  add_weight(dropout.mutable_graph(), dropout.mutable_graph()->mutable_node(0), "ratio", {0});
+  expect_refused(save(dropout, "ratio.onnx"), {"(Dropout)", "ratio has 0 values, not one"});
+  onnx::ModelProto pad = chain({"Pad", "Conv"});
+  add_int64s(pad.mutable_graph(), pad.mutable_graph()->mutable_node(0), "pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  add_weight(pad.mutable_graph(), pad.mutable_graph()->mutable_node(0), "value", {0});
+  add_weight(pad.mutable_graph(), pad.mutable_graph()->mutable_node(1), "w", {2, 2, 3, 3});
+  expect_refused(save(pad, "value.onnx"), {"(Pad)", "constant_value has 0 values, not one"});
+}
+
+// Found by review: the importer dropped a final MatMul waiting for its Add, or a final Pad
+// waiting for its Conv, and built a network without them.
+TEST_F(BadOnnx, AMatMulOrAPadLeftWaitingAtTheEndIsRefused) {
+  onnx::ModelProto matmul = chain({"Flatten", "MatMul"});
+  add_weight(matmul.mutable_graph(), matmul.mutable_graph()->mutable_node(1), "w", {32, 3});
+  expect_refused(save(matmul, "matmul.onnx"), {"the last MatMul has no Add of its bias after it"});
+  onnx::ModelProto pad = chain({"Pad"});
+  add_int64s(pad.mutable_graph(), pad.mutable_graph()->mutable_node(0), "pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  expect_refused(save(pad, "pad.onnx"), {"the last Pad has no Conv after it"});
 }
 
 }  // namespace
