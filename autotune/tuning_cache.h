@@ -6,8 +6,8 @@
 // (temp file + fsync + rename) and every read-modify-write happens under an exclusive flock on
 // PATH.lock. A file we cannot use (corrupt, truncated, another format, a newer version) is
 // renamed aside with its bytes untouched and reported; we then go on with an empty cache rather
-// than fail a training run over a cache. yaml-cpp stays inside tuning_cache_emit.cpp and
-// tuning_cache_parse.cpp.
+// than fail a training run over a cache. yaml-cpp stays inside tuning_cache_emit.cpp and the
+// reader (tuning_cache_parse.cpp, which reads the writer's own layout without it, for speed).
 #include <filesystem>
 #include <functional>
 #include <map>

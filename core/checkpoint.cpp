@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <string_view>
+#include <system_error>
+#include <vector>
 
 #include "core/atomic_file.h"
 
@@ -37,7 +39,7 @@ class Encoder {
 // Every read is bounds-checked, so a truncated or corrupt file becomes an Error, not a crash.
 class Decoder {
  public:
-  Decoder(const std::string& in, std::string file) : in_(in), file_(std::move(file)) {}
+  Decoder(std::string_view in, std::string file) : in_(in), file_(std::move(file)) {}
   template <class T> T get() {
     T value;
     bytes(&value, sizeof value);
@@ -46,7 +48,7 @@ class Decoder {
   std::string str() {
     const auto n = get<std::uint32_t>();
     need(n);
-    std::string s = in_.substr(pos_, n);
+    std::string s(in_.substr(pos_, n));
     pos_ += n;
     return s;
   }
@@ -63,7 +65,7 @@ class Decoder {
   std::size_t remaining() const { return in_.size() - pos_; }
 
  private:
-  const std::string& in_;
+  std::string_view in_;
   std::string file_;
   std::size_t pos_ = 0;
 };
@@ -119,10 +121,20 @@ NamedTensor decode_tensor(Decoder& dec, const std::string& file) {
   return {std::move(name), std::move(t)};
 }
 
+// In large blocks: a character at a time through istreambuf_iterator took about 6 of the 7.5 ms
+// predict spent reading a 3 MB checkpoint. Not by the size the file claims, which a folder or a
+// pipe does not give truthfully.
 std::string read_whole_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   TUNECNN_CHECK(in.good(), "cannot open checkpoint ", path.string(), ": ", std::strerror(errno));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string bytes;
+  std::error_code unknown_size;
+  const std::uintmax_t size = std::filesystem::file_size(path, unknown_size);
+  if (!unknown_size) bytes.reserve(static_cast<std::size_t>(size));
+  std::vector<char> block(1 << 20);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0)
+    bytes.append(block.data(), static_cast<std::size_t>(in.gcount()));
+  return bytes;
 }
 
 }  // namespace
@@ -166,8 +178,7 @@ CheckpointData load_checkpoint(const std::filesystem::path& path) {
   std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
   TUNECNN_CHECK(stored_crc == crc_of(bytes.data(), bytes.size() - 4), "checkpoint ", file,
                 " is corrupt (CRC mismatch): it changed after it was written");
-  const std::string body = bytes.substr(0, bytes.size() - 4);
-  Decoder dec(body, file);
+  Decoder dec(std::string_view(bytes).substr(0, bytes.size() - 4), file);
   char magic[sizeof kMagic];
   dec.bytes(magic, sizeof magic);
   const auto version = dec.get<std::uint32_t>();

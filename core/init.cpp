@@ -1,6 +1,7 @@
 #include "core/init.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace tunecnn {
 namespace {
@@ -10,7 +11,13 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+thread_local bool t_weight_init_skipped = false;
+
 template <class Draw> void fill_with(Tensor& tensor, Draw draw) {
+  if (t_weight_init_skipped) {
+    std::memset(tensor.raw_data(), 0, tensor.nbytes());
+    return;
+  }
   dispatch_dtype(tensor.dtype(), [&]<class T>() {
     T* p = tensor.data<T>();
     for (std::int64_t i = 0; i < tensor.numel(); ++i) p[i] = static_cast<T>(draw());
@@ -39,6 +46,9 @@ void xavier_uniform(Tensor& weight, std::int64_t fan_in, std::int64_t fan_out, R
 void uniform_fill(Tensor& tensor, double low, double high, Rng& rng) {
   fill_with(tensor, [&] { return rng.uniform(low, high); });
 }
+
+NoWeightInitGuard::NoWeightInitGuard() : previous_(t_weight_init_skipped) { t_weight_init_skipped = true; }
+NoWeightInitGuard::~NoWeightInitGuard() { t_weight_init_skipped = previous_; }
 
 void hash_fill(Tensor& tensor, double low, double high, std::uint64_t seed) {
   const std::uint64_t base = mix(seed);

@@ -52,6 +52,22 @@ TEST(Tensor, CudaWithoutGpuSaysSo) {
 
 // The tuner's timing arguments: ordinary numbers in the range, spread evenly, the same for a
 // seed and different across seeds, in either dtype.
+// A network built for a checkpoint's weights draws none of its own: zeros, and the generator
+// untouched; outside the guard, drawing resumes.
+TEST(NoWeightInitGuard, InitialisersWriteZerosAndDrawNothingWhileItLives) {
+  Rng rng(5), fresh(5);
+  Tensor w = Tensor::full({64, 9}, 7.0f);
+  {
+    const NoWeightInitGuard guard;
+    kaiming_normal(w, 9, rng);
+    for (std::int64_t i = 0; i < w.numel(); ++i) ASSERT_EQ(w.data<float>()[i], 0.0f) << i;
+    uniform_fill(w, -1, 1, rng);
+  }
+  EXPECT_EQ(rng.next_u64(), fresh.next_u64());
+  kaiming_normal(w, 9, rng);
+  EXPECT_NE(w.data<float>()[0], 0.0f);
+}
+
 TEST(HashFill, FillsTheRangeEvenlyAndDependsOnlyOnTheSeed) {
   for (DType dt : {DType::f32, DType::f64}) {
     Tensor a = Tensor::empty({4096}, dt), b = Tensor::empty({4096}, dt), c = Tensor::empty({4096}, dt);

@@ -3,6 +3,7 @@
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuning_cache.h"
+#include "core/init.h"
 #include "models/registry.h"
 
 namespace tunecnn {
@@ -48,7 +49,12 @@ TrainedCheckpoint read_trained_checkpoint(const CommandLine& cli) {
 
 std::shared_ptr<Sequential> TrainedCheckpoint::build_network() const {
   Rng rng(1);
-  auto network = build_model(model, {.input_shape = example, .num_classes = classes, .dropout_rng = nullptr, .planners = {}}, rng);
+  std::shared_ptr<Sequential> network;
+  {
+    // load_module_state overwrites every parameter (or fails): no weights to draw first.
+    const NoWeightInitGuard weights_from_the_checkpoint;
+    network = build_model(model, {.input_shape = example, .num_classes = classes, .dropout_rng = nullptr, .planners = {}}, rng);
+  }
   load_module_state(*network, data, source);
   return network;
 }

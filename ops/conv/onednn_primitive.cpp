@@ -1,8 +1,12 @@
 #include "ops/conv/onednn_primitive.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <dnnl.hpp>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -213,10 +217,8 @@ void* tensor_data(const ConvArgs& args, const Operand& op) {
   return (args.*op.tensor).raw_data();
 }
 
-}  // namespace
-
-std::vector<std::string> onednn_implementations(const ConvProblem& problem, Layout layout,
-                                                bool blocked, bool winograd) {
+std::vector<std::string> list_implementations(const ConvProblem& problem, Layout layout, bool blocked,
+                                              bool winograd) {
   std::vector<std::string> names;
   try {
     with_primitive_desc(problem, request(problem, layout, blocked, winograd), [&](auto& pd) {
@@ -229,6 +231,40 @@ std::vector<std::string> onednn_implementations(const ConvProblem& problem, Layo
     // No implementation at all for this request (Winograd on a 5x5 kernel, say).
   }
   return names;
+}
+
+// The lists made in this process, by request and OpenMP thread count: oneDNN's implementations
+// read the thread count when they decide whether they apply.
+class ListedImplementations {
+ public:
+  std::vector<std::string> get(const ConvProblem& p, Layout layout, bool blocked, bool winograd) {
+    const std::string key = cache_key(p, layout, {blocked, winograd, 0}) + " threads" +
+                            std::to_string(omp_get_max_threads());
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = listed_.find(key); it != listed_.end()) return it->second;
+    }
+    std::vector<std::string> names = list_implementations(p, layout, blocked, winograd);
+    std::lock_guard lock(mutex_);
+    listed_.emplace(key, names);
+    return names;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::string>> listed_;
+};
+
+}  // namespace
+
+// Listing creates a primitive descriptor for every implementation oneDNN has (a millisecond or
+// more a layer), and a planner asks for the same list many times per layer: applicable(),
+// configs() for every cached candidate it weighs, describe(). predict spent most of its time
+// here. A list depends only on the request and the thread count, so each is made once.
+std::vector<std::string> onednn_implementations(const ConvProblem& problem, Layout layout,
+                                                bool blocked, bool winograd) {
+  static ListedImplementations listed;
+  return listed.get(problem, layout, blocked, winograd);
 }
 
 std::size_t onednn_primitives_built() {
