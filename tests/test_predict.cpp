@@ -23,6 +23,7 @@
 #include "datasets/image_folder.h"
 #include "datasets/mnist.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -104,6 +105,44 @@ TEST(Predict, ATrainedNetworksTopClassesWithTheDataSetsNames) {
   EXPECT_LE(sum, 1.0 + 1e-9);
   EXPECT_EQ(p[1].top, p[0].top) << "the same image twice";
   EXPECT_NE(out.str().find("%  " + p[0].top[0].first), std::string::npos) << out.str();
+}
+
+// predict plans through the system tuning cache below the user's, as train does: what one run
+// profiled into a file installed as the system cache is not profiled again, and a fresh user
+// cache stays unwritten (system entries date nothing).
+TEST(Predict, PlansFromTheSystemTuningCacheBelowTheUsersAsTrainDoes) {
+  testing::TempDir dir;
+  TrainOptions o;
+  o.model = "lenet";
+  o.data = "fashion-mnist";
+  o.data_dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(o.data_dir)) GTEST_SKIP() << "no " << o.data_dir << " (Debian's dataset-fashion-mnist)";
+  o.epochs = 1;
+  o.train_limit = 128;
+  o.test_limit = 64;
+  o.quiet = true;
+  o.checkpoint_dir = dir.path() / "ckpt";
+  std::ostringstream log;
+  ASSERT_EQ(train(o, log).status, TrainStatus::completed);
+  const auto test = load_mnist(o.data_dir, MnistSplit::test, "Fashion-MNIST");
+  const std::string image = write_png(*test, 0, mnist_normalisation("Fashion-MNIST"), dir.path() / "item.png").string();
+  const std::string ckpt = o.checkpoint_dir.string(), site = (dir.path() / "site.yaml").string(),
+                    user = (dir.path() / "user.yaml").string();
+  const auto predict_with = [&](const std::string& cache) {
+    std::vector<const char*> argv = {"predict", "--checkpoint", ckpt.c_str(), "--tune", "cached", "--tune-cache",
+                                     cache.c_str(), image.c_str()};
+    CommandLine cli = predict_command_line();
+    EXPECT_TRUE(cli.parse(static_cast<int>(argv.size()), argv.data()));
+    std::ostringstream out;
+    return run_predict(cli, out);
+  };
+  const std::vector<Prediction> profiled = predict_with(site);
+  ASSERT_TRUE(fs::exists(site)) << "the first run profiles the batch-1 shapes into its cache";
+  testing::ScopedEnv installed("TUNECNN_SYSTEM_TUNE_CACHE", site.c_str());
+  const std::vector<Prediction> planned = predict_with(user);
+  EXPECT_FALSE(fs::exists(user)) << "nothing profiled, nothing dated: the system cache had it all";
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_EQ(planned[0].top, profiled[0].top);
 }
 
 TEST(Predict, BadImagesAndCommandLinesAreNamed) {

@@ -3,6 +3,7 @@
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuning_cache.h"
+#include "autotune/tuning_cache_layers.h"
 #include "core/init.h"
 #include "models/registry.h"
 
@@ -61,7 +62,8 @@ std::shared_ptr<Sequential> TrainedCheckpoint::build_network() const {
 
 void add_inference_tuning_options(CommandLine& cli) {
   cli.option("tune", "cached", "conv tuning for the inference shapes: off, cached, verify or full (as train's)");
-  cli.option("tune-cache", "", "the tuning cache (default: as train's, $TUNECNN_TUNE_CACHE or ~/.cache/tunecnn/tuning.yaml)");
+  cli.option("tune-cache", "", "the tuning cache (default: as train's, $TUNECNN_TUNE_CACHE or ~/.cache/tunecnn/tuning.yaml), "
+                               "read over the read-only system cache as train reads it");
 }
 
 void plan_for_inference(Module& model, const Shape& example, const std::set<std::int64_t>& batch_sizes,
@@ -70,7 +72,7 @@ void plan_for_inference(Module& model, const Shape& example, const std::set<std:
                                                             : default_tuning_cache_path();
   const DeviceIdentity device = device_identity(Device::cpu);
   auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{}, device.id,
-                                              device.fields);
+                                              device.fields, default_system_tuning_cache_path());
   use_planners(model, Planners::all(tuner));
   NetworkPlanner planner(tuner);
   for (std::int64_t size : batch_sizes) {
