@@ -141,5 +141,57 @@ TEST(InitialWeights, TrainingAtRateZeroFromACheckpointEndsWithItsWeights) {
   expect_same_weights(*ended, *start, start->parameters().size());
 }
 
+TrainOptions synthetic_lenet(const fs::path& init_from, const fs::path& checkpoint_dir) {
+  TrainOptions o;
+  o.model = "lenet";
+  o.data = "synthetic";
+  o.epochs = 1;
+  o.batch_size = 64;
+  o.lr = 0.05;
+  o.train_limit = 128;
+  o.test_limit = 64;
+  o.init_from = init_from;
+  o.checkpoint_dir = checkpoint_dir;
+  return o;
+}
+
+// --freeze-until: the named layer and those before it keep the weights they start with; the later
+// ones train. A resume must freeze the same layers (the optimizer's state is per trained weight).
+TEST(InitialWeights, FrozenLayersKeepTheirWeightsAndOnlyTheLaterOnesTrain) {
+  testing::TempDir dir;
+  auto start = built("lenet", 10, 7);
+  TrainOptions o = synthetic_lenet(save_training_checkpoint(*start, dir.path()), dir.path() / "run");
+  o.freeze_until = "conv2";
+  std::ostringstream out;
+  const TrainResult result = train(o, out);
+  ASSERT_EQ(result.status, TrainStatus::completed) << result.message;
+  EXPECT_NE(out.str().find("layers conv1 to conv2 frozen"), std::string::npos) << out.str();
+  auto ended = built("lenet", 10, 9);
+  load_module_state(*ended, load_checkpoint(o.checkpoint_dir / "last.ckpt"), "the run's checkpoint");
+  const auto before = start->parameters(), after = ended->parameters();
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const bool frozen = before[i].first.rfind("conv", 0) == 0;
+    const double moved = max_abs_diff(after[i].second.data(), before[i].second.data());
+    if (frozen) {
+      EXPECT_EQ(moved, 0.0) << before[i].first;
+    } else {
+      EXPECT_GT(moved, 0.0) << before[i].first;
+    }
+  }
+  TrainOptions resumed = o;
+  resumed.resume = true;
+  resumed.epochs = 2;
+  resumed.freeze_until = "pool1";
+  testing::expect_error([&] { train(resumed, out); }, {"--freeze-until 'conv2'", "resume with the same value"});
+}
+
+TEST(InitialWeights, FreezingALayerTheModelLacksNamesItsLayers) {
+  testing::TempDir dir;
+  TrainOptions o = synthetic_lenet({}, {});
+  o.freeze_until = "conv9";
+  std::ostringstream out;
+  testing::expect_error([&] { train(o, out); }, {"--freeze-until conv9", "conv1, relu1, pool1, conv2"});
+}
+
 }  // namespace
 }  // namespace tunecnn

@@ -52,6 +52,7 @@ TrainOptions options_from(const CommandLine& cli) {
   o.log_csv = cli.get("log");
   o.export_onnx = cli.get("export");
   o.init_from = cli.get("init-from");
+  o.freeze_until = cli.get("freeze-until");
   o.train_limit = cli.get_int("train-limit");
   o.test_limit = cli.get_int("test-limit");
   o.tune = cli.get("tune");
@@ -143,6 +144,10 @@ CommandLine train_command_line() {
                               "file instead of random ones (fine-tuning); it must hold the same network, "
                               "but when its class count differs from the data's, the classifier starts "
                               "afresh (said at the start). Not read with --resume, whose checkpoint holds the weights");
+  cli.option("freeze-until", "", "keep the weights of the model's layers up to and including this one (a "
+                                 "name from the plan listing, e.g. conv2 or pw6) as they start, typically with "
+                                 "--init-from: only the later layers train (batch norm's running statistics "
+                                 "still follow the data)");
   cli.option("train-limit", "0", "train on the first N examples only (0: all)");
   cli.option("test-limit", "0", "evaluate on the first N test examples only (0: all)");
   cli.option("tune", "cached", "conv tuning: off (time nothing: cached entries, else the device "

@@ -133,6 +133,7 @@ class Run {
   std::shared_ptr<TunedPlanner> tuner_;
   std::optional<InitialWeights> initial_weights_;  // --init-from's, read before the data
   std::string initial_weights_note_;               // what loading them left out, for the user
+  std::string frozen_note_;                        // --freeze-until's layers, for the user
   Planners planners_;  // the tuner's, under --tune; the untuned defaults otherwise
 
   void setup();
@@ -141,6 +142,7 @@ class Run {
   CheckpointData load_resume_checkpoint(std::filesystem::path& path) const;
   Variable input_of(const Batch& batch);
   void create_tuner();
+  std::vector<NamedVariable> trained_parameters();
   void prepare_plans();
   void resume();
   void save(const std::string& why);
@@ -224,8 +226,7 @@ void Run::setup() {
     model_->to(o_.device);  // initialised on the host, so a GPU run starts from the CPU's weights
     uploader_ = std::make_unique<PinnedUploader>();
   }
-  sgd_ = std::make_unique<Sgd>(model_->parameters(),
-                               SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov});
+  sgd_ = std::make_unique<Sgd>(trained_parameters(), SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov});
   schedule_ = make_lr_schedule(o_.schedule, lr_, o_.epochs, o_.step_epochs, o_.gamma, warmup_epochs_);
   loader_ = std::make_unique<DataLoader>(
       data_.train, DataLoaderOptions{.batch_size = o_.batch_size,
@@ -247,6 +248,7 @@ void Run::setup() {
        << "optimizer: SGD lr " << lr_ << " momentum " << o_.momentum << " weight decay "
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
+  if (!frozen_note_.empty()) out_ << frozen_note_ << "\n";
   if (initial_weights_)
     out_ << "initial weights: " << initial_weights_->source
          << (initial_weights_note_.empty() ? "" : "; " + initial_weights_note_) << "\n";
@@ -254,6 +256,37 @@ void Run::setup() {
     out_ << "defaults for --model " << o_.model << ": --lr " << defaults_.lr << " --warmup-epochs "
          << defaults_.warmup_epochs << ", since " << defaults_.why << " (either option overrides them)\n";
   if (dp_.active()) out_ << dp_.describe(o_.batch_size, num_threads()) << "\n";
+}
+
+// The "NAME." prefixes of the model's top-level layers up to and including --freeze-until's.
+std::vector<std::string> frozen_layer_prefixes(const Module& model, const std::string& last, const std::string& model_name) {
+  std::vector<std::string> prefixes;
+  std::string names;
+  for (const auto& [name, child] : model.children()) {
+    prefixes.push_back(name + ".");
+    if (name == last) return prefixes;
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  TUNECNN_FAIL("--freeze-until ", printable(last), ": model ", model_name, " has no such layer; its layers: ", names);
+}
+
+// Every parameter, or under --freeze-until those of the layers after the named one.
+std::vector<NamedVariable> Run::trained_parameters() {
+  if (o_.freeze_until.empty()) return model_->parameters();
+  const std::vector<std::string> frozen = frozen_layer_prefixes(*model_, o_.freeze_until, o_.model);
+  std::vector<NamedVariable> trained;
+  std::int64_t kept = 0;
+  for (const auto& [name, parameter] : model_->parameters()) {
+    const bool in_frozen_layer = std::any_of(frozen.begin(), frozen.end(),
+                                             [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+    if (in_frozen_layer)
+      kept += parameter.data().numel();
+    else
+      trained.emplace_back(name, parameter);
+  }
+  frozen_note_ = "layers " + model_->children().front().first + " to " + o_.freeze_until + " frozen (" +
+                 std::to_string(kept) + " parameters not trained)";
+  return trained;
 }
 
 void Run::create_tuner() {
@@ -327,6 +360,7 @@ void Run::save(const std::string& why) {
                {"classes", std::to_string(data_.train->num_classes())},
                {"class_names", joined_lines(data_.train->class_names())}};
   if (!o_.init_from.empty()) data.meta["init_from"] = o_.init_from.string();
+  if (!o_.freeze_until.empty()) data.meta["freeze_until"] = o_.freeze_until;
   for (std::size_t r = 1; r < dropout_states.size(); ++r)
     data.meta["dropout_rng/" + std::to_string(r)] = dropout_states[r];
   add_module_state(*model_, data);
@@ -380,6 +414,10 @@ void Run::resume() {
                            Setting{"seed", "seed", std::to_string(o_.seed)}})
     TUNECNN_CHECK(data.value(s.key) == s.expected, source, " was written with --", s.flag, " ",
                   printable(data.value(s.key)), "; resume with the same value (got ", s.expected, ")");
+  // The optimizer's state is per trained parameter: another set of frozen layers cannot take it.
+  const std::string frozen_then = data.meta.count("freeze_until") ? data.value("freeze_until") : "";
+  TUNECNN_CHECK(frozen_then == o_.freeze_until, source, " was written with --freeze-until '", printable(frozen_then),
+                "'; resume with the same value (got '", printable(o_.freeze_until), "')");
   load_module_state(*model_, data, source);
   std::vector<NamedTensor> sgd_state;
   for (const auto& [name, tensor] : data.tensors)

@@ -49,6 +49,9 @@ struct TrainOptions {
   // Empty: random initial weights. Else a checkpoint or ONNX file whose weights the run starts
   // from (apps/training/initial_weights.h); not read on --resume, whose checkpoint has them.
   std::filesystem::path init_from;
+  // Empty: every layer trains. Else the model's top-level layers up to and including this one keep
+  // their weights (left out of SGD; batch norm's running statistics still follow the data).
+  std::string freeze_until;
   std::int64_t train_limit = 0;          // use only the first N examples (0: all)
   std::int64_t test_limit = 0;
   bool quiet = false;                    // no progress lines (tests)
