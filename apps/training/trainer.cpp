@@ -276,13 +276,14 @@ std::vector<NamedVariable> Run::trained_parameters() {
   const std::vector<std::string> frozen = frozen_layer_prefixes(*model_, o_.freeze_until, o_.model);
   std::vector<NamedVariable> trained;
   std::int64_t kept = 0;
-  for (const auto& [name, parameter] : model_->parameters()) {
+  for (const NamedVariable& parameter : model_->parameters()) {
+    const std::string& name = parameter.first;
     const bool in_frozen_layer = std::any_of(frozen.begin(), frozen.end(),
                                              [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
     if (in_frozen_layer)
-      kept += parameter.data().numel();
+      kept += parameter.second.data().numel();
     else
-      trained.emplace_back(name, parameter);
+      trained.push_back(parameter);
   }
   frozen_note_ = "layers " + model_->children().front().first + " to " + o_.freeze_until + " frozen (" +
                  std::to_string(kept) + " parameters not trained)";
