@@ -116,31 +116,7 @@ TEST(InitialWeights, AnOnnxFilesWeightsAreCopiedInOrderDespiteOtherLayerNames) {
 }
 #endif
 
-TEST(InitialWeights, TrainingAtRateZeroFromACheckpointEndsWithItsWeights) {
-  testing::TempDir dir;
-  auto start = built("lenet", 10, 7);
-  const fs::path file = save_training_checkpoint(*start, dir.path());
-  TrainOptions o;
-  o.model = "lenet";
-  o.data = "synthetic";
-  o.epochs = 1;
-  o.batch_size = 64;
-  o.lr = 0.0;
-  o.train_limit = 128;
-  o.test_limit = 64;
-  o.init_from = file;
-  o.checkpoint_dir = dir.path() / "run";
-  std::ostringstream out;
-  const TrainResult result = train(o, out);
-  ASSERT_EQ(result.status, TrainStatus::completed) << result.message;
-  EXPECT_NE(out.str().find("initial weights: checkpoint " + file.string() + "\n"), std::string::npos) << out.str();
-  const CheckpointData saved = load_checkpoint(o.checkpoint_dir / "last.ckpt");
-  EXPECT_EQ(saved.value("init_from"), file.string());
-  auto ended = built("lenet", 10, 9);
-  load_module_state(*ended, saved, "the run's checkpoint");
-  expect_same_weights(*ended, *start, start->parameters().size());
-}
-
+// LeNet on 128 synthetic examples for one epoch, from `init_from`, checkpointing to `checkpoint_dir`.
 TrainOptions synthetic_lenet(const fs::path& init_from, const fs::path& checkpoint_dir) {
   TrainOptions o;
   o.model = "lenet";
@@ -153,6 +129,23 @@ TrainOptions synthetic_lenet(const fs::path& init_from, const fs::path& checkpoi
   o.init_from = init_from;
   o.checkpoint_dir = checkpoint_dir;
   return o;
+}
+
+TEST(InitialWeights, TrainingAtRateZeroFromACheckpointEndsWithItsWeights) {
+  testing::TempDir dir;
+  auto start = built("lenet", 10, 7);
+  const fs::path file = save_training_checkpoint(*start, dir.path());
+  TrainOptions o = synthetic_lenet(file, dir.path() / "run");
+  o.lr = 0.0;
+  std::ostringstream out;
+  const TrainResult result = train(o, out);
+  ASSERT_EQ(result.status, TrainStatus::completed) << result.message;
+  EXPECT_NE(out.str().find("initial weights: checkpoint " + file.string() + "\n"), std::string::npos) << out.str();
+  const CheckpointData saved = load_checkpoint(o.checkpoint_dir / "last.ckpt");
+  EXPECT_EQ(saved.value("init_from"), file.string());
+  auto ended = built("lenet", 10, 9);
+  load_module_state(*ended, saved, "the run's checkpoint");
+  expect_same_weights(*ended, *start, start->parameters().size());
 }
 
 // --freeze-until: the named layer and those before it keep the weights they start with; the later
