@@ -137,6 +137,10 @@ std::vector<std::string> TwoHosts::mpirun(const std::vector<std::string>& progra
       "--bind-to", "none", "--mca", "plm_rsh_agent", agent_.string(),
       // TCP over the veth pair, nothing else (no shared memory between the hosts).
       "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", kSubnet, "--mca", "oob_tcp_if_include", kSubnet,
+      // mpirun ends a job only once every host's daemon has reported its ranks stopped, so it must
+      // notice a host it can no longer reach (here 1 s idle, then 2 probes 1 s apart) before any
+      // rank's --collective-timeout: a rank's MPI_Abort first would leave it sending the stop to
+      // that host until TCP gives up retransmitting, about 15 minutes (docs/FAULTS.md).
       "--mca", "oob_tcp_keepalive_time", "1", "--mca", "oob_tcp_keepalive_intvl", "1", "--mca", "oob_tcp_keepalive_probes", "2"};
   args.insert(args.end(), program.begin(), program.end());
   return args;
