@@ -11,7 +11,8 @@ endif()
 if(TUNECNN_SANITIZE)
   message(FATAL_ERROR "TUNECNN_FUZZ=ON already sanitizes; leave TUNECNN_SANITIZE off")
 endif()
-# The readers are host code; a fuzz build needs neither the GPU nor MPI, nor the test suite.
+# The readers are host code; a fuzz build needs neither the GPU nor MPI (nor the test suite, which
+# CMakeLists.txt leaves out unless asked).
 set(TUNECNN_CUDA OFF CACHE STRING "" FORCE)
 set(TUNECNN_MPI OFF CACHE STRING "" FORCE)
 # Nor oneDNN: no reader calls it, and its OpenMP would need clang's libomp.
@@ -19,7 +20,6 @@ set(TUNECNN_ONEDNN OFF CACHE STRING "" FORCE)
 # ONNX stays as cmake/onnx.cmake finds it (AUTO: with Debian's libonnx-dev and libprotobuf-dev,
 # as in CI): fuzz_onnx is built only then. libonnx and protobuf are not instrumented; the
 # importer's own code is.
-set(TUNECNN_TESTS OFF CACHE BOOL "" FORCE)
 # fuzzer-no-link: coverage instrumentation in the libraries; only the fuzz targets link
 # libFuzzer's main. A UB report aborts (no recover), so libFuzzer counts it as a crash.
 set(tunecnn_fuzz_flags -fsanitize=fuzzer-no-link,address,undefined
