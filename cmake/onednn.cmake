@@ -7,7 +7,14 @@ if(NOT TUNECNN_ONEDNN STREQUAL "OFF")
   if(TUNECNN_ONEDNN STREQUAL "ON")
     find_package(dnnl CONFIG REQUIRED)
   else()
-    find_package(dnnl CONFIG QUIET)
+    # Debian's dnnl-config.cmake requires OpenCL's headers (its GPU runtime is OpenCL) and fails the
+    # whole configure without them: AUTO looks for them first and builds without oneDNN if absent.
+    find_package(OpenCL QUIET)
+    if(OpenCL_FOUND)
+      find_package(dnnl CONFIG QUIET)
+    else()
+      message(STATUS "tunecnn: oneDNN needs OpenCL's headers to be found (apt-get install ocl-icd-opencl-dev)")
+    endif()
   endif()
   if(dnnl_FOUND)
     # Debian's oneDNN runs on OpenMP: the solver sets OpenMP's thread count to TBB's before each
