@@ -23,7 +23,6 @@
 #include <vector>
 
 #include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
 
 #include "core/error.h"
 #include "datasets/data_loader.h"
@@ -867,14 +866,43 @@ TEST(ImageFolderReal, ConcurrentAccessGivesTheSerialResults) {
   const std::int64_t n = data->size();
   std::vector<std::vector<double>> serial, plain(n), augmented(n);
   for (std::int64_t i = 0; i < n; ++i) serial.push_back(pixels_of(*data, i));
-  tbb::parallel_for(std::int64_t{0}, 2 * n, [&](std::int64_t k) {
-    if (k < n) plain[k] = pixels_of(*data, k);
-    else augmented[k - n] = augmented_pixels_of(*data, k - n, 99);
-  });
+  // Plain threads rather than TBB tasks, so that the ThreadSanitizer build, whose TBB runs one
+  // thread (tools/tsan-tests), still decodes on two threads at once here.
+  auto decode_every_other = [&](std::int64_t first) {
+    for (std::int64_t k = first; k < 2 * n; k += 2) {
+      if (k < n) plain[k] = pixels_of(*data, k);
+      else augmented[k - n] = augmented_pixels_of(*data, k - n, 99);
+    }
+  };
+  std::thread other(decode_every_other, 1);
+  decode_every_other(0);
+  other.join();
   for (std::int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(plain[i], serial[i]) << "example " << i;
     ASSERT_EQ(augmented[i], augmented_pixels_of(*data, i, 99)) << "example " << i;
   }
+}
+
+TEST(ImageFolder, TwoThreadsMeetingOneCorruptFileWarnOnceAndBothGetTheReplacement) {
+  testing::TempDir dir;
+  copy_classes(dir.path(), "train", 1);
+  const fs::path truncated = dir.path() / "train" / kImagenetteClasses[0] / "z_truncated.JPEG";
+  Bytes bytes = read_all(kGoodJpeg);
+  bytes.resize(bytes.size() / 2);
+  write_plain(truncated, bytes);
+  Warnings warnings;
+  auto data = load_image_folder(dir.path(), "train", warnings.options(32));
+  const std::int64_t bad = data->size() - 1;
+  ASSERT_EQ(data->files()[bad].path, truncated);
+  // Plain threads, not TBB tasks, so that the ThreadSanitizer build sees two threads here too.
+  std::vector<double> first, second;
+  std::thread other([&] { second = pixels_of(*data, bad); });
+  first = pixels_of(*data, bad);
+  other.join();
+  EXPECT_EQ(first, pixels_of(*data, 0)) << "wraps to the first file";
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(data->skipped_files(), 1);
+  EXPECT_EQ(warnings.mentioning(truncated.string()), 1);
 }
 
 TEST(ImageFolder, GrayRgbAndRgbaPngsOfAnyShapeGiveTheirColour) {
