@@ -15,6 +15,7 @@
 #include "apps/bench/data_bench.h"
 #include "apps/bench/depthwise_bench.h"
 #include "apps/bench/layout_bench.h"
+#include "apps/bench/memory_bench.h"
 #include "apps/bench/plan_bench.h"
 #include "apps/bench/pool_bench.h"
 #include "apps/bench/scaling_bench.h"
@@ -47,7 +48,9 @@ void usage() {
                "  scaling data-parallel scaling: bench train under mpirun with 1, 2, ... processes, "
                "images/s, speedup and efficiency (bench scaling --help)\n"
                "  threads oneDNN's OpenMP team and our TBB pool on the same cores: each solver alone "
-               "and alternating (bench threads --help)\n\n"
+               "and alternating (bench threads --help)\n"
+               "  memory  a training step's peak memory split by use, and PyTorch's on the same "
+               "network (bench memory --help)\n\n"
                "Exit status: 0 done, 1 error, 2 bad command line.\n";
 }
 
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
     if (command == "data") return tunecnn::bench_data(argc - 1, argv + 1);
     if (command == "scaling") return tunecnn::bench_scaling(argc - 1, argv + 1);
     if (command == "threads") return tunecnn::bench_threads(argc - 1, argv + 1);
+    if (command == "memory") return tunecnn::bench_memory(argc - 1, argv + 1);
     usage();
     if (command == "--help" || command == "-h") return 0;
     if (!command.empty()) std::cerr << "bench: unknown command '" << command << "'\n";

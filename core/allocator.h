@@ -3,6 +3,7 @@
 // step that repeats the same shapes touches no fresh pages (fresh page faults cost some conv
 // layers 2-10x in PyTorch on these machines). Current and peak bytes are first-class figures:
 // MEC exists to lower the peak.
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -12,9 +13,39 @@
 
 namespace tunecnn {
 
+// What a block is for, so that a training step's peak can be split by use (bench memory). A
+// thread counts new blocks under the use its innermost MemoryUseScope names, activations when
+// none does; a block keeps its use until it is freed.
+enum class MemoryUse : std::uint8_t {
+  activations,      // outputs of the forward pass (and whatever is not named below)
+  parameters,       // weights and buffers, made when a model is built
+  optimizer_state,  // SGD's momentum
+  gradients,        // everything backward makes that is not a workspace or a layout copy
+  workspaces,       // solvers' scratch memory
+  layout_copies,    // activations or gradients transformed to another layout
+};
+inline constexpr std::size_t kMemoryUses = 6;
+const char* to_string(MemoryUse use);
+
+class MemoryUseScope {
+ public:
+  explicit MemoryUseScope(MemoryUse use);
+  ~MemoryUseScope();
+  MemoryUseScope(const MemoryUseScope&) = delete;
+  MemoryUseScope& operator=(const MemoryUseScope&) = delete;
+
+ private:
+  MemoryUse outer_;
+};
+MemoryUse current_memory_use();  // on this thread
+
+using BytesByUse = std::array<std::size_t, kMemoryUses>;  // indexed by MemoryUse
+
 struct MemoryStats {
   std::size_t current_bytes = 0;  // in live blocks
   std::size_t peak_bytes = 0;     // highest current_bytes since the last reset_peak()
+  BytesByUse current_by_use{};    // current_bytes split by use
+  BytesByUse at_peak_by_use{};    // current_by_use when the peak was reached
   std::size_t cached_bytes = 0;   // freed blocks kept for reuse
   std::size_t system_allocations = 0;
   std::size_t reused_allocations = 0;
@@ -23,8 +54,8 @@ struct MemoryStats {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  void* allocate(std::size_t bytes);
-  void deallocate(void* ptr, std::size_t bytes);
+  void* allocate(std::size_t bytes, MemoryUse use = current_memory_use());
+  void deallocate(void* ptr, std::size_t bytes, MemoryUse use);
   MemoryStats stats() const;
   void reset_peak();
   // Gives every cached block back to the system; derived destructors call it while
@@ -54,6 +85,7 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  MemoryUse use() const { return use_; }
   // Moves the bytes to `device` in place, so every tensor sharing this storage follows.
   void move_to(Device device);
 
@@ -61,6 +93,7 @@ class Storage {
   void* data_;
   std::size_t bytes_;
   Device device_;
+  MemoryUse use_;
 };
 
 }  // namespace tunecnn

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/allocator.h"
 #include "core/device.h"
 #include "core/tensor_math.h"
 
@@ -44,7 +45,10 @@ void Sgd::step() {
     if (!param.has_grad()) continue;
     Tensor& p = param.data();
     const bool first_step = !velocity_[i].defined();
-    if (options_.momentum > 0 && first_step) velocity_[i] = Tensor::empty_like(p);
+    if (options_.momentum > 0 && first_step) {
+      const MemoryUseScope counted_as(MemoryUse::optimizer_state);
+      velocity_[i] = Tensor::empty_like(p);
+    }
     check_same_device("sgd", p, param.grad());
     if (p.device() == Device::cuda) {
       update_on_cuda(p, param.grad(), velocity_[i], options_, first_step);
@@ -78,6 +82,7 @@ void Sgd::load_state(const std::vector<NamedTensor>& state) {
     TUNECNN_CHECK(tensor.shape() == p.shape() && tensor.dtype() == p.dtype(),
                   "optimizer state for '", name, "' is ", tensor.describe(), ", parameter is ",
                   p.describe());
+    const MemoryUseScope counted_as(MemoryUse::optimizer_state);
     velocity_[it->second] = Tensor::empty_like(p);  // on the parameter's device
     velocity_[it->second].copy_from(tensor);
   }

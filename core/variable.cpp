@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "core/allocator.h"
 #include "core/tensor_math.h"
 
 namespace tunecnn {
@@ -94,6 +95,7 @@ std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
 
 void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready) {
   TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
+  const MemoryUseScope counted_as(MemoryUse::gradients);
   add_grad(grad.clone());
   std::vector<std::shared_ptr<Node>> order = topological_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {

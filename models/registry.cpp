@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "models/alexnet.h"
 #include "models/cifar_net.h"
@@ -73,6 +74,7 @@ std::shared_ptr<Sequential> build_onnx(const std::string& file, const ModelOptio
 
 std::shared_ptr<Sequential> build_model(const std::string& name, const ModelOptions& options,
                                         Rng& rng) {
+  const MemoryUseScope counted_as(MemoryUse::parameters);
   std::shared_ptr<Sequential> model;
   if (names_onnx_file(name)) {
 #ifdef TUNECNN_HAVE_ONNX

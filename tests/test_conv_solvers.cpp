@@ -108,9 +108,13 @@ TEST_P(ConvWorkspaceTest, PeakIncreaseIsWorkspaceBytes) {
     Allocator& alloc = allocator_for(Device::cpu);
     alloc.reset_peak();
     const std::size_t before = alloc.stats().current_bytes;
+    const std::size_t workspaces = static_cast<std::size_t>(MemoryUse::workspaces);
+    const std::size_t workspaces_before = alloc.stats().current_by_use[workspaces];
     run_conv({c.solver, config}, p, args);
-    // run_conv always allocates one block, of at least one byte.
+    // run_conv always allocates one block, of at least one byte, and counts it as a workspace.
     EXPECT_EQ(alloc.stats().peak_bytes - before, Allocator::block_size(bytes))
+        << "[" << config.str() << "] " << p.key();
+    EXPECT_EQ(alloc.stats().at_peak_by_use[workspaces] - workspaces_before, Allocator::block_size(bytes))
         << "[" << config.str() << "] " << p.key();
   }
 }

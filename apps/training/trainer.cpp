@@ -502,6 +502,9 @@ TrainStatus Run::train_epoch(Progress& progress) {
     const auto n = static_cast<std::int64_t>(batch.labels.size());
     StepSums step{.examples = static_cast<double>(n), .stop = stop_requested().load() ? 1.0 : 0.0};
     Variable logits, loss;
+    // The last step's gradients go before the forward pass, not after it: they would otherwise
+    // be held through it, on top of the activations (AlexNet: 238 MB of 795 at the peak).
+    sgd_->zero_grad();
     if (n > 0) {
       logits = model_->forward(input_of(batch));
       loss = softmax_cross_entropy(logits, batch.labels, *planners_.softmax);
@@ -512,7 +515,6 @@ TrainStatus Run::train_epoch(Progress& progress) {
     }
     step = reduce_step(step);
     if (step.not_finite > 0) return TrainStatus::diverged;
-    sgd_->zero_grad();
     if (allreduce_)
       allreduce_->backward(loss, n, batch.global_size);
     else

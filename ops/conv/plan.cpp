@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/allocator.h"
 #include "ops/conv/registry.h"
 
 namespace tunecnn {
@@ -72,6 +73,7 @@ void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& 
                 " is not applicable to ", problem.key(), ": ", why);
   const std::size_t bytes = plan.solver->workspace_bytes(problem, plan.config);
   // Always one block, on the problem's device, even for 0 bytes (the workspace tests count it).
+  const MemoryUseScope counted_as(MemoryUse::workspaces);
   Storage workspace(bytes, problem.device);
   plan.solver->run(problem, plan.config, args, Workspace{bytes ? workspace.data() : nullptr, bytes});
 }

@@ -72,8 +72,9 @@ const Primitives& primitives(const PoolProblem& p, Layout layout) {
 // Scratch bytes from our allocator (so peaks count them), given back at the end of the call.
 class Scratch {
  public:
-  explicit Scratch(std::size_t bytes) : bytes_(bytes), data_(allocator_for(Device::cpu).allocate(bytes)) {}
-  ~Scratch() { allocator_for(Device::cpu).deallocate(data_, bytes_); }
+  explicit Scratch(std::size_t bytes)
+      : bytes_(bytes), data_(allocator_for(Device::cpu).allocate(bytes, MemoryUse::workspaces)) {}
+  ~Scratch() { allocator_for(Device::cpu).deallocate(data_, bytes_, MemoryUse::workspaces); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   void* data() const { return data_; }

@@ -1,0 +1,181 @@
+// `bench memory`: the model is built, planned as train plans it, and stepped on a fixed random
+// batch as the trainer steps it (forward, loss, backward, SGD with momentum). The allocator
+// splits its peak by the use each block was made for (core/allocator.h); the resident set's
+// growth over the run is measured from the state before the model existed, the same way for
+// PyTorch in a child process (apps/bench/memory_pytorch.py), so the two compare like for like.
+#include "apps/bench/memory_bench.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apps/bench/conv_report.h"
+#include "apps/bench/process_memory.h"
+#include "apps/common/cli.h"
+#include "autotune/fingerprint.h"
+#include "autotune/network_planner.h"
+#include "autotune/tuned_planner.h"
+#include "autotune/tuning_cache_layers.h"
+#include "core/allocator.h"
+#include "core/error.h"
+#include "core/init.h"
+#include "core/sgd.h"
+#include "core/threading.h"
+#include "models/registry.h"
+#include "ops/softmax_cross_entropy.h"
+
+#ifndef TUNECNN_MEMORY_PYTORCH_SCRIPT
+#define TUNECNN_MEMORY_PYTORCH_SCRIPT "apps/bench/memory_pytorch.py"
+#endif
+
+namespace tunecnn {
+namespace {
+
+constexpr double kMiB = 1048576.0;
+
+CommandLine memory_command_line() {
+  CommandLine cli("bench memory",
+                  "Measures what a training step holds at its peak: the allocator's peak split into "
+                  "parameters, optimizer state, activations, gradients, workspaces and layout copies, "
+                  "and the growth of the process's peak resident set over the run, beside PyTorch's "
+                  "on the same network and batch (a /usr/bin/python3 child running "
+                  "apps/bench/memory_pytorch.py).");
+  cli.option("model", "lenet", "model (a built-in name or an ONNX file NAME.onnx)");
+  cli.option("batch-size", "64", "examples per step");
+  cli.option("threads", "2", "CPU threads (PyTorch gets the same)");
+  cli.option("steps", "3", "steps after the first (the peak is the highest of them all)");
+  cli.option("input", "", "C,H,W of one example (default: the model's own)");
+  cli.option("classes", "", "number of classes (default: 10, or 1000 for alexnet and mobilenet, as "
+                            "PyTorch's side builds them)");
+  cli.option("tune", "off", "plan the layers as train does: off (the untuned defaults), cached, "
+                            "verify or full");
+  cli.option("tune-cache", "", "the tuning cache for --tune (default: train's)");
+  cli.option("pytorch", "on", "on: measure PyTorch's side too; off");
+  cli.option("python", "/usr/bin/python3", "the Python with torch (Debian's python3-torch)");
+  cli.option("pytorch-script", TUNECNN_MEMORY_PYTORCH_SCRIPT, "PyTorch's side");
+  return cli;
+}
+
+int default_classes(const std::string& model) {
+  return model == "alexnet" || model.rfind("mobilenet", 0) == 0 ? 1000 : 10;
+}
+
+void plan_layers(const CommandLine& cli, Module& model, const Shape& batch_shape) {
+  if (cli.get("tune") == "off") return;
+  const std::filesystem::path cache =
+      cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path();
+  DeviceIdentity identity = device_identity(Device::cpu);
+  auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
+                                              std::move(identity.id), std::move(identity.fields),
+                                              default_system_tuning_cache_path());
+  NetworkPlanner(tuner).plan(model, batch_shape);
+  std::cout << "# " << tuner->summary() << "\n";
+}
+
+struct OurPeak {
+  MemoryStats allocator;
+  std::optional<std::size_t> rss_growth;
+};
+
+// Builds, plans and steps the model; the resident set's growth counts from before the build.
+OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int classes) {
+  const std::optional<std::size_t> baseline = process_status_bytes("VmRSS");
+  const bool peak_reset = reset_peak_resident_set();
+  Rng rng(1);
+  auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
+  const Shape batch_shape{batch, input[0], input[1], input[2]};
+  plan_layers(cli, *model, batch_shape);
+  Tensor images = Tensor::empty(batch_shape);
+  uniform_fill(images, -1, 1, rng);
+  std::vector<std::int32_t> labels(batch);
+  for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
+  Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
+
+  Allocator& allocator = allocator_for(Device::cpu);
+  allocator.reset_peak();
+  for (int step = 0; step <= cli.get_int("steps"); ++step) {  // as the trainer steps
+    sgd.zero_grad();
+    Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
+    loss.backward();
+    sgd.step();
+  }
+  OurPeak peak{allocator.stats(), std::nullopt};
+  const std::optional<std::size_t> high = process_status_bytes("VmHWM");
+  if (baseline && high && peak_reset) peak.rss_growth = *high - std::min(*high, *baseline);
+  return peak;
+}
+
+struct TheirPeak {
+  std::optional<std::size_t> rss_growth;
+  std::string note;  // the torch version, or why there is no figure
+};
+
+TheirPeak measure_pytorch(const CommandLine& cli, int batch) {
+  if (cli.get("pytorch") == "off") return {std::nullopt, "off"};
+  const std::string command = cli.get("python") + " " + cli.get("pytorch-script") + " --model " +
+                              cli.get("model") + " --batch-size " + std::to_string(batch) + " --threads " +
+                              std::to_string(cli.get_int("threads")) + " --steps " + cli.get("steps") + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  TUNECNN_CHECK(pipe != nullptr, "bench memory: cannot start ", command);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  pclose(pipe);
+  std::size_t growth = 0;
+  char version[64] = {};
+  if (const std::size_t ok = out.rfind("ok "); ok != std::string::npos &&
+      std::sscanf(out.c_str() + ok, "ok %zu torch %63s", &growth, version) == 2)
+    return {growth, std::string("torch ") + version};
+  return {std::nullopt, "unavailable: " + out.substr(0, out.find('\n'))};
+}
+
+void print_report(const OurPeak& ours, const TheirPeak& theirs) {
+  std::printf("%-26s %10s\n", "at the allocator's peak", "MiB");
+  for (std::size_t use = 0; use < kMemoryUses; ++use)
+    std::printf("  %-24s %10.2f\n", to_string(static_cast<MemoryUse>(use)),
+                ours.allocator.at_peak_by_use[use] / kMiB);
+  std::printf("  %-24s %10.2f\n", "total", ours.allocator.peak_bytes / kMiB);
+  const auto mib = [](const std::optional<std::size_t>& bytes) {
+    return bytes ? formatted("%.2f", *bytes / kMiB) : std::string("-");
+  };
+  std::printf("%-26s %10s\n", "peak resident set growth", mib(ours.rss_growth).c_str());
+  std::printf("%-26s %10s  (%s)\n", "PyTorch's", mib(theirs.rss_growth).c_str(), theirs.note.c_str());
+}
+
+}  // namespace
+
+int bench_memory(int argc, const char* const* argv) {
+  CommandLine cli = memory_command_line();
+  if (!cli.parse(argc, argv)) return 0;
+  TUNECNN_CHECK(cli.get("pytorch") == "on" || cli.get("pytorch") == "off",
+                "bench memory: --pytorch must be on or off, not '", cli.get("pytorch"), "'");
+  set_num_threads(cli.get_int("threads"));
+  const std::string model = cli.get("model");
+  const Shape input = cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model);
+  const int batch = cli.get_int("batch-size");
+  const int classes = cli.has("classes") ? cli.get_int("classes") : default_classes(model);
+  TUNECNN_CHECK(batch > 0 && classes > 1, "bench memory: --batch-size must be positive and --classes above 1");
+  std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  std::cout << "# " << model << ", batch " << batch << ", " << classes << " classes, " << num_threads()
+            << " threads, " << 1 + cli.get_int("steps") << " steps, --tune " << cli.get("tune") << "\n";
+  const OurPeak ours = measure_ours(cli, input, batch, classes);
+  const TheirPeak theirs = measure_pytorch(cli, batch);
+  print_report(ours, theirs);
+  std::printf("result model=%s batch=%d peak_mb=%.2f", model.c_str(), batch, ours.allocator.peak_bytes / kMiB);
+  for (std::size_t use = 0; use < kMemoryUses; ++use) {
+    std::string name = to_string(static_cast<MemoryUse>(use));
+    for (char& c : name) c = c == ' ' ? '_' : c;
+    std::printf(" %s_mb=%.2f", name.c_str(), ours.allocator.at_peak_by_use[use] / kMiB);
+  }
+  if (ours.rss_growth) std::printf(" rss_growth_mb=%.2f", *ours.rss_growth / kMiB);
+  if (theirs.rss_growth) std::printf(" pytorch_rss_growth_mb=%.2f", *theirs.rss_growth / kMiB);
+  if (ours.rss_growth && theirs.rss_growth && *theirs.rss_growth > 0)
+    std::printf(" rss_ratio=%.3f", static_cast<double>(*ours.rss_growth) / *theirs.rss_growth);
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,164 @@
+// The allocator's split of live and peak bytes by use (core/allocator.h), the scopes that name
+// the use, a LeNet training step's split, and `bench memory` end to end.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "apps/bench/memory_bench.h"
+#include "core/allocator.h"
+#include "core/rng.h"
+#include "core/sgd.h"
+#include "core/threading.h"
+#include "models/registry.h"
+#include "ops/layout/to_layout.h"
+#include "ops/softmax_cross_entropy.h"
+#include "tests/support/capture.h"
+#include "tests/support/expect_error.h"
+
+namespace tunecnn {
+namespace {
+
+std::size_t use_index(MemoryUse use) { return static_cast<std::size_t>(use); }
+
+std::size_t sum(const BytesByUse& bytes) { return std::accumulate(bytes.begin(), bytes.end(), std::size_t{0}); }
+
+Tensor floats(std::int64_t n) { return Tensor::empty({n}); }
+
+TEST(MemoryUse, ScopesNestAndRestoreTheOuterUse) {
+  EXPECT_EQ(current_memory_use(), MemoryUse::activations) << "the use when no scope names one";
+  {
+    const MemoryUseScope outer(MemoryUse::gradients);
+    EXPECT_EQ(current_memory_use(), MemoryUse::gradients);
+    {
+      const MemoryUseScope inner(MemoryUse::workspaces);
+      EXPECT_EQ(current_memory_use(), MemoryUse::workspaces);
+    }
+    EXPECT_EQ(current_memory_use(), MemoryUse::gradients);
+  }
+  EXPECT_EQ(current_memory_use(), MemoryUse::activations);
+}
+
+TEST(MemoryUse, ABlockCountsUnderTheUseItWasMadeForUntilFreed) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  const BytesByUse before = alloc.stats().current_by_use;
+  const std::size_t block = Allocator::block_size(1000 * sizeof(float));
+  Tensor workspace;
+  {
+    const MemoryUseScope counted_as(MemoryUse::workspaces);
+    workspace = floats(1000);
+  }
+  Tensor activation = floats(1000);
+  BytesByUse now = alloc.stats().current_by_use;
+  EXPECT_EQ(now[use_index(MemoryUse::workspaces)] - before[use_index(MemoryUse::workspaces)], block);
+  EXPECT_EQ(now[use_index(MemoryUse::activations)] - before[use_index(MemoryUse::activations)], block);
+  {
+    const MemoryUseScope elsewhere(MemoryUse::gradients);  // freed under another scope
+    workspace = Tensor();
+  }
+  now = alloc.stats().current_by_use;
+  EXPECT_EQ(now[use_index(MemoryUse::workspaces)], before[use_index(MemoryUse::workspaces)]);
+  EXPECT_EQ(now[use_index(MemoryUse::gradients)], before[use_index(MemoryUse::gradients)]);
+}
+
+TEST(MemoryUse, TheSplitAtThePeakIsTheSplitWhenThePeakWasReached) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  alloc.reset_peak();
+  const MemoryStats start = alloc.stats();
+  const std::size_t big = Allocator::block_size((4 << 20) * sizeof(float));
+  {
+    Tensor parameters;
+    {
+      const MemoryUseScope counted_as(MemoryUse::parameters);
+      parameters = floats(4 << 20);
+    }
+    { Tensor gradients = floats(1 << 10); }  // below the peak that follows: not in the split
+    const MemoryUseScope counted_as(MemoryUse::optimizer_state);
+    Tensor state = floats(4 << 20);
+  }
+  const MemoryStats end = alloc.stats();
+  EXPECT_EQ(end.peak_bytes, start.current_bytes + 2 * big);
+  EXPECT_EQ(sum(end.at_peak_by_use), end.peak_bytes);
+  EXPECT_EQ(end.at_peak_by_use[use_index(MemoryUse::parameters)] - start.current_by_use[use_index(MemoryUse::parameters)], big);
+  EXPECT_EQ(end.at_peak_by_use[use_index(MemoryUse::optimizer_state)] -
+                start.current_by_use[use_index(MemoryUse::optimizer_state)],
+            big);
+  EXPECT_EQ(sum(end.current_by_use), end.current_bytes);
+  EXPECT_EQ(end.current_by_use, start.current_by_use) << "everything made here was freed";
+}
+
+TEST(MemoryUse, ALayoutChangeCountsAsALayoutCopyBothWays) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  const std::size_t copies = use_index(MemoryUse::layout_copies);
+  const std::size_t before = alloc.stats().current_by_use[copies];
+  Variable x(Tensor::zeros({2, 3, 4, 5}), true);
+  Variable y = to_layout(x, Layout::CHWN);
+  const std::size_t block = Allocator::block_size(2 * 3 * 4 * 5 * sizeof(float));
+  EXPECT_EQ(alloc.stats().current_by_use[copies] - before, block);
+  y.backward(Tensor::zeros_like(y.data()));
+  EXPECT_EQ(alloc.stats().current_by_use[copies] - before, 2 * block) << "x's gradient, back in NCHW";
+}
+
+TEST(MemoryUse, ALenetTrainingStepSplitsIntoEveryUseItHas) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  const std::size_t parameters_before = alloc.stats().current_by_use[use_index(MemoryUse::parameters)];
+  Rng rng(3);
+  auto model = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng);
+  Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 0, false});
+  Tensor images = Tensor::zeros({8, 1, 28, 28});
+  const std::vector<std::int32_t> labels(8, 3);
+  alloc.reset_peak();
+  const BytesByUse start = alloc.stats().current_by_use;
+  for (int step = 0; step < 2; ++step) {
+    Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  }
+  const MemoryStats stats = alloc.stats();
+  EXPECT_EQ(sum(stats.at_peak_by_use), stats.peak_bytes);
+  const auto at_peak = [&](MemoryUse use) { return stats.at_peak_by_use[use_index(use)] - start[use_index(use)]; };
+  std::size_t parameter_bytes = 0;
+  for (const auto& [name, p] : model->parameters()) parameter_bytes += Allocator::block_size(p.data().nbytes());
+  EXPECT_EQ(stats.at_peak_by_use[use_index(MemoryUse::parameters)] - parameters_before, parameter_bytes)
+      << "the parameters, made when the model was built";
+  EXPECT_EQ(at_peak(MemoryUse::optimizer_state), parameter_bytes) << "one momentum buffer per parameter";
+  EXPECT_GT(at_peak(MemoryUse::activations), 0u);
+  EXPECT_GT(at_peak(MemoryUse::gradients), 0u);
+}
+
+int run_bench(std::vector<const char*> args, std::string* out) {
+  return testing::run_capturing_stdout(bench_memory, "memory", std::move(args), out);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(BenchMemory, ASmallLenetGivesTheSplitAndTheResultLine) {
+  const int threads = num_threads();
+  std::string out;
+  ASSERT_EQ(run_bench({"--model", "lenet", "--batch-size", "4", "--steps", "1", "--pytorch", "off"}, &out), 0) << out;
+  set_num_threads(threads);
+  for (const char* part : {"parameters", "optimizer state", "activations", "gradients", "workspaces",
+                           "layout copies", "peak resident set growth", "(off)",
+                           "result model=lenet batch=4 peak_mb=", " rss_growth_mb="})
+    EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+  EXPECT_FALSE(contains(out, "pytorch_rss_growth_mb")) << out;
+}
+
+TEST(BenchMemory, AMissingPythonLeavesPyTorchsFigureOutAndSaysWhy) {
+  const int threads = num_threads();
+  std::string out;
+  ASSERT_EQ(run_bench({"--batch-size", "2", "--steps", "0", "--python", "/nonexistent/python3"}, &out), 0) << out;
+  set_num_threads(threads);
+  EXPECT_TRUE(contains(out, "unavailable: ")) << out;
+  EXPECT_FALSE(contains(out, "rss_ratio")) << out;
+}
+
+TEST(BenchMemory, RejectsABadPytorchChoice) {
+  std::string out;
+  testing::expect_error([&] { run_bench({"--pytorch", "maybe"}, &out); }, {"--pytorch", "maybe"});
+}
+
+}  // namespace
+}  // namespace tunecnn
