@@ -55,7 +55,12 @@ Sequential& Sequential::add(std::shared_ptr<Module> layer, std::string name) {
 
 Variable Sequential::forward(const Variable& input) {
   Variable x = input;
-  for (auto& layer : layers_) x = layer->forward(x);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    // Only the next layer reads a layer's output here, so where nothing else needs it either,
+    // the next layer may take its memory. Never the Sequential's own input: the caller's.
+    const bool reusable = i > 0 && layers_[i - 1]->output_reusable_in_place();
+    x = reusable ? layers_[i]->forward_in_place(x) : layers_[i]->forward(x);
+  }
   return x;
 }
 

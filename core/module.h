@@ -22,6 +22,12 @@ class Module {
   // its output keeps the input's layout. Given another layout, a module converts its input first.
   // The layout planner reads this; conv layers are planned separately. Default: NCHW only.
   virtual std::vector<Layout> input_layouts(const Shape& input) const;
+  // True where forward() always returns a tensor of its own that its backward never reads (a
+  // conv's or a linear layer's output, batch norm's): the next layer of a Sequential may then
+  // overwrite it in place and spare the memory of a second activation (issue 29).
+  virtual bool output_reusable_in_place() const { return false; }
+  // forward(), allowed to write over `input`'s tensor (ReLU does); the default is forward().
+  virtual Variable forward_in_place(const Variable& input) { return forward(input); }
   Variable operator()(const Variable& input) { return forward(input); }
 
   std::vector<NamedVariable> parameters() const;  // this module's and its children's

@@ -35,6 +35,8 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int channels, BatchNormOptions options = {});
   Variable forward(const Variable& input) override;
+  // Backward reads the input and the batch's statistics, not the output.
+  bool output_reusable_in_place() const override { return true; }
   // Per-channel statistics read in place: any memory order, kept.
   std::vector<Layout> input_layouts(const Shape&) const override {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};

@@ -25,6 +25,7 @@ class Linear : public Module {
  public:
   Linear(int in_features, int out_features, Rng& rng, bool bias = true);
   Variable forward(const Variable& input) override;
+  bool output_reusable_in_place() const override { return true; }  // backward reads input and weights
   std::string describe() const override;
 
  private:

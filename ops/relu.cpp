@@ -79,9 +79,10 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap) {
   });
 }
 
-Variable relu(const Variable& x, double cap) {
+namespace {
+
+Variable relu_into(const Variable& x, Tensor y, double cap) {
   TUNECNN_CHECK(cap > 0, "relu: the cap must be positive, got ", cap);
-  Tensor y = Tensor::empty_like(x.data());
   relu_forward(x.data(), y, cap);
   auto backward = [y, cap](std::vector<Variable>& in, const Tensor& dy) {
     Tensor dx = Tensor::empty_like(y);
@@ -89,6 +90,15 @@ Variable relu(const Variable& x, double cap) {
     in[0].add_grad(dx);
   };
   return Variable(y, {x}, backward);
+}
+
+}  // namespace
+
+Variable relu(const Variable& x, double cap) { return relu_into(x, Tensor::empty_like(x.data()), cap); }
+
+Variable relu_in_place(const Variable& x, double cap) {
+  if (x.data().device() != Device::cpu) return relu(x, cap);
+  return relu_into(x, x.data(), cap);  // elementwise, so reading and writing one element is safe
 }
 
 std::string ReLU::describe() const {

@@ -16,6 +16,10 @@ void relu_forward(const Tensor& x, Tensor& y, double cap = kNoCap);
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap = kNoCap);
 
 Variable relu(const Variable& x, double cap = kNoCap);
+// relu() written over x's own tensor, for an x that nothing reads afterwards, its producer's
+// backward included (Module::output_reusable_in_place). The gradient is the same: backward
+// masks with the output. On the GPU it is relu().
+Variable relu_in_place(const Variable& x, double cap = kNoCap);
 
 namespace cuda {  // the GPU versions (ops/relu.cu); callers use the functions above
 void relu_forward(const Tensor& x, Tensor& y, double cap);
@@ -26,6 +30,7 @@ class ReLU : public Module {
  public:
   explicit ReLU(double cap = kNoCap) : cap_(cap) {}
   Variable forward(const Variable& input) override { return relu(input, cap_); }
+  Variable forward_in_place(const Variable& input) override { return relu_in_place(input, cap_); }
   // Elementwise: any memory order, kept.
   std::vector<Layout> input_layouts(const Shape&) const override {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};

@@ -70,6 +70,22 @@ TEST(Gradcheck, Relu) {
   EXPECT_TRUE(gradcheck(fn, {away_from_zero({3, 7}, 3)}));
 }
 
+// Written over its input's tensor, as a Sequential runs it after a layer whose output nothing
+// else reads: the gradients through that layer too are unchanged.
+TEST(Gradcheck, ReluInPlaceAfterLinearAndRelu6InPlaceAfterBatchNorm) {
+  const auto after_linear = [](const std::vector<Variable>& in) {
+    return relu_in_place(linear(in[0], in[1], in[2]));
+  };
+  EXPECT_TRUE(gradcheck(after_linear, {away_from_zero({3, 4}, 11), away_from_zero({5, 4}, 12),
+                                       away_from_zero({5}, 13)}));
+  const auto after_batch_norm = [](const std::vector<Variable>& in) {
+    Tensor mean = Tensor::zeros({3}, DType::f64), var = Tensor::full({3}, 1.0, DType::f64);
+    return relu_in_place(batch_norm(in[0], in[1], in[2], mean, var, true), 6.0);
+  };
+  EXPECT_TRUE(gradcheck(after_batch_norm, {away_from_zero({2, 3, 2, 2}, 14), away_from_zero({3}, 15),
+                                           away_from_zero({3}, 16)}));
+}
+
 TEST(Gradcheck, Relu6AwayFromTheKinks) {
   Tensor x = away_from_zero({3, 8}, 20);
   // Every third value moved into (6.1, 6.9): the capped side, away from the kink at 6.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/tensor_math.h"
 #include "ops/dropout.h"
 #include "ops/flatten.h"
@@ -122,6 +123,48 @@ TEST(Relu, ForwardAndBackward) {
   expect_values(relu(Variable(x)).data(), {0, 0, 0.5, 3});
   expect_values(grad_of_ones(x, [](const Variable& v) { return relu(v); }), {0, 0, 1, 1});
   EXPECT_EQ(ReLU().describe(), "ReLU");
+}
+
+// In a Sequential, a ReLU after a layer whose output nothing else reads (Linear here) writes over
+// that output: one activation block is held instead of two, with the same values and gradients.
+TEST(Relu, InASequentialTakesTheMemoryOfTheLayerBefore) {
+  Rng rng(5);
+  auto linear = std::make_shared<Linear>(16, 1000, rng);
+  auto relu_layer = std::make_shared<ReLU>();
+  Sequential net;
+  net.add(linear).add(relu_layer);
+  const Tensor x = random_tensor({8, 16}, rng);
+  Allocator& alloc = allocator_for(Device::cpu);
+  const auto held_by = [&](const std::function<Variable()>& forward, Tensor* weight_grad) {
+    linear->parameters()[0].second.zero_grad();
+    const std::size_t before = alloc.stats().current_bytes;
+    Variable y = forward();
+    const std::size_t held = alloc.stats().current_bytes - before;
+    y.backward(Tensor::full(y.data().shape(), 1.0));
+    *weight_grad = linear->parameters()[0].second.grad().clone();
+    return std::pair{held, y.data().clone()};
+  };
+  Tensor in_place_grad, separate_grad;
+  const auto [in_place, in_place_y] = held_by([&] { return net.forward(Variable(x)); }, &in_place_grad);
+  const auto [separate, separate_y] =
+      held_by([&] { return relu_layer->forward(linear->forward(Variable(x))); }, &separate_grad);
+  EXPECT_EQ(separate - in_place, Allocator::block_size(8 * 1000 * sizeof(float)));
+  EXPECT_EQ(values(in_place_y), values(separate_y));
+  EXPECT_EQ(values(in_place_grad), values(separate_grad));
+}
+
+TEST(Relu, InASequentialNeverWritesOverTheCallersInputOrAnOutputThatMayBeIt) {
+  const Tensor x = Tensor::from_vector(std::vector<double>{-2, -0.5, 0.5, 3}, {2, 2});
+  const std::vector<double> before = values(x);
+  Sequential first;  // the Sequential's own input is the caller's
+  first.add(std::make_shared<ReLU>());
+  expect_values(first.forward(Variable(x)).data(), {0, 0, 0.5, 3});
+  EXPECT_EQ(values(x), before);
+  Sequential after_dropout;  // in evaluation, dropout hands its input on as it is
+  after_dropout.add(std::make_shared<Dropout>(0.5, std::make_shared<Rng>(1))).add(std::make_shared<ReLU>());
+  after_dropout.eval();
+  expect_values(after_dropout.forward(Variable(x)).data(), {0, 0, 0.5, 3});
+  EXPECT_EQ(values(x), before);
 }
 
 TEST(Relu, LargeTensorAcrossTasksInFloat) {

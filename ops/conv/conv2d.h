@@ -31,6 +31,7 @@ class Conv2d : public Module {
   Conv2d(int in_channels, int out_channels, int kernel, int stride, int padding, Rng& rng,
          int groups = 1, bool bias = true);
   Variable forward(const Variable& input) override;
+  bool output_reusable_in_place() const override { return true; }  // backward reads input and weights
   std::string describe() const override;
   int in_channels() const { return in_channels_; }
   int out_channels() const { return out_channels_; }
