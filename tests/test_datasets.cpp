@@ -1206,6 +1206,17 @@ TEST(ImageFolder, AnEmptyPngDataChunkBeforeTheImageDataIsHarmless) {
   EXPECT_TRUE(warnings.messages.empty()) << warnings.messages[0];
 }
 
+// Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/png-empty-idat-without-crc): a
+// PNG ending in an empty IDAT chunk whose CRC is cut off made the check above erase past the end
+// of the file's bytes (a negative-size memmove). Now a clean skip.
+TEST(ImageFolder, APngEndingInAnEmptyDataChunkWithoutItsCrcIsSkipped) {
+  Bytes bytes = png_bytes(20, 10, 3, solid(20, 10, {10, 200, 30}));
+  bytes.resize(8);  // the signature only
+  append_be32(bytes, 0);
+  bytes.insert(bytes.end(), {'I', 'D', 'A', 'T'});
+  expect_skipped_with(bytes, "z_idat_no_crc.png", "not decodable (stb_image: ");
+}
+
 TEST(ImageFolder, NoDecodableImageIsAnErrorNamingTheFolder) {
   testing::TempDir dir;
   const fs::path cls = dir.path() / "train" / "a";
@@ -1340,6 +1351,9 @@ TEST(ImageFolderLabels, BadLabelsFilesAreErrorsNamingTheFileAndLine) {
       {"lonely.JPEG\n", "expected 'filename label'"},
       {"x.JPEG 1 2\n", "expected 'filename label'"},
       {first + " 1\n", first + " is already labelled on line 3"},
+      // Found by fuzz/fuzz_image_folder (fuzz/regressions/image_folder/name-too-long): the
+      // existence check threw std::filesystem_error, which is not an Error, out of the loader.
+      {std::string(300, 'd') + ".JPEG 7\n", "cannot be read (File name too long)"},
   };
   for (const auto& c : cases) {
     flat.write_labels(labels, false, c.extra_line);
