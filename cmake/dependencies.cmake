@@ -15,3 +15,11 @@ target_include_directories(tunecnn_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(tunecnn_openblas INTERFACE ${OPENBLAS_LIBRARY})
 
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb REQUIRED)
+
+# JPEG is decoded by libjpeg-turbo (libjpeg62-turbo-dev), PNG by stb_image (libstb-dev). No
+# fallback to stb_image for JPEG: one decoder per format keeps one set of behaviours to test.
+find_package(JPEG)
+if(NOT JPEG_FOUND)
+  message(FATAL_ERROR "libjpeg (jpeglib.h) not found: install Debian's libjpeg62-turbo-dev, which "
+                      "datasets/jpeg_decode.cpp decodes JPEG files with")
+endif()

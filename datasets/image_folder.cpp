@@ -1,8 +1,10 @@
 // Loading lists files and parses the labels file; nothing is decoded until an example is asked
 // for, so a 1.28M-image split loads in the time a directory walk takes. Each access reads the
-// whole file into memory and hands it to stb_image from there: an unreadable file and an
-// undecodable one then report alike, with stb_image's reason (thread-local in stb_image >= 2.24,
-// so concurrent TBB tasks do not see each other's). Known-bad files are remembered in one atomic
+// whole file into memory and decodes it from there: a JPEG (by its first bytes, not its name) with
+// libjpeg-turbo (datasets/jpeg_decode.h), anything else with stb_image, which now sees only PNG.
+// An unreadable file and an undecodable one then report alike, with the decoder's reason (each
+// JpegDecoder has its own error state; stb_image's is thread-local in stb_image >= 2.24, so
+// concurrent TBB tasks do not see each other's). Known-bad files are remembered in one atomic
 // flag each, so a bad file costs one failed decode per run, not one per epoch.
 #include "datasets/image_folder.h"
 
@@ -15,15 +17,16 @@
 #include <iterator>
 #include <memory>
 #include <sstream>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "core/error.h"
 #include "datasets/image_resize.h"
+#include "datasets/jpeg_decode.h"
 
 #define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_PNG
 #define STBI_NO_STDIO
 // cmake/dependencies.cmake finds the folder holding stb_image.h (Debian: /usr/include/stb).
@@ -34,7 +37,7 @@ namespace tunecnn {
 namespace fs = std::filesystem;
 
 struct DecodedImage {
-  std::unique_ptr<std::uint8_t, void (*)(void*)> rgb{nullptr, stbi_image_free};  // HWC
+  std::vector<std::uint8_t> rgb;  // HWC
   int width = 0, height = 0;
 };
 
@@ -66,50 +69,11 @@ std::string read_file(const fs::path& path, std::vector<unsigned char>& bytes) {
   const std::streamoff size = in.tellg();
   if (size < 0) return "cannot read the file";
   if (size == 0) return "the file is empty";
-  if (size > INT_MAX) return "the file is larger than stb_image's 2 GiB limit";
+  if (size > INT_MAX) return "the file is larger than the 2 GiB an image file may have (stb_image's limit)";
   bytes.resize(static_cast<std::size_t>(size));
   in.seekg(0);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
   if (!in) return "cannot read the file";
-  return {};
-}
-
-// stb_image 2.27 (Debian 12's libstb-dev) trusts the 16 code counts of a JPEG Huffman table
-// (DHT segment): counts summing to over 256 make it write past its 257-entry size table and its
-// 256-entry value table (found by fuzz/fuzz_image; stb_image 2.28 checks this). Such a table is
-// refused here, before stb_image sees the file: "" when none is found, else why. Segments are
-// walked as stb_image walks them (length-prefixed, entropy-coded data up to the next marker).
-std::string check_jpeg_huffman_tables(const std::vector<unsigned char>& b) {
-  // stb_image reads fill bytes (0xFF) before the start marker FF D8 as fill, so must this.
-  std::size_t start = 0;
-  while (start < b.size() && b[start] == 0xFF) ++start;
-  if (start == 0 || start >= b.size() || b[start] != 0xD8) return {};  // not a JPEG
-  for (std::size_t i = start + 1; i + 3 < b.size();) {
-    const unsigned char marker = b[i + 1];
-    if (b[i] != 0xFF || marker == 0xFF) {  // entropy-coded data or a fill byte
-      ++i;
-      continue;
-    }
-    // A stuffed zero, RSTn, TEM, SOI and EOI carry no length.
-    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {
-      i += 2;
-      continue;
-    }
-    const std::size_t length = (std::size_t{b[i + 2]} << 8) | b[i + 3];
-    if (marker == 0xC4) {
-      std::size_t at = i + 4, left = length >= 2 ? length - 2 : 0;
-      while (left > 0 && at < b.size()) {  // tables, each: class and id, 16 counts, codes
-        std::size_t codes = 0;  // stb_image reads bytes past the end of the file as zeros
-        for (std::size_t k = 1; k <= 16 && at + k < b.size(); ++k) codes += b[at + k];
-        if (codes > 256)
-          return "corrupt JPEG: a Huffman table (DHT segment at byte " + std::to_string(i) +
-                 ") declares " + std::to_string(codes) + " codes, over the 256 a table may have";
-        at += 17 + codes;
-        left = left > 17 + codes ? left - 17 - codes : 0;
-      }
-    }
-    i += 2 + length;
-  }
   return {};
 }
 
@@ -133,7 +97,8 @@ std::string check_png_chunks(std::vector<unsigned char>& b) {
              " claims " + std::to_string(length) + " bytes, more than the " +
              std::to_string(b.size() - at - 8) + " left in the file";
     if (type == "IDAT" && length == 0 && !data_begun) {
-      b.erase(b.begin() + at, b.begin() + at + 12);
+      // Its CRC may be cut off at the end of the file (found by fuzz/fuzz_image_folder).
+      b.erase(b.begin() + at, b.begin() + std::min(at + 12, b.size()));
       continue;
     }
     data_begun = data_begun || type == "IDAT";
@@ -142,27 +107,46 @@ std::string check_png_chunks(std::vector<unsigned char>& b) {
   return {};
 }
 
-// "" when `out` now holds the image as RGB, else why not.
-std::string decode_image(const fs::path& path, DecodedImage& out) {
-  thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
-  if (std::string why = read_file(path, bytes); !why.empty()) return why;
-  if (std::string why = check_jpeg_huffman_tables(bytes); !why.empty()) return why;
+// "" when a decoded image of width x height is within kMaxPixels, else why not.
+std::string check_pixel_count(int width, int height) {
+  if (std::int64_t{width} * height <= kMaxPixels) return {};
+  return "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, over the " +
+         std::to_string(kMaxPixels >> 20) + " Mpixel a decoded image may have";
+}
+
+std::string decode_jpeg(const std::vector<unsigned char>& bytes, DecodedImage& out) {
+  JpegDecoder decoder(bytes.data(), bytes.size());
+  if (std::string why = decoder.read_header(out.width, out.height); !why.empty())
+    return "not decodable (libjpeg-turbo: " + why + ")";
+  if (std::string why = check_pixel_count(out.width, out.height); !why.empty()) return why;
+  if (std::string why = decoder.decode(out.rgb); !why.empty()) return "not decodable (libjpeg-turbo: " + why + ")";
+  return {};
+}
+
+// PNG, and whatever else is not a JPEG (stb_image then says it knows no such image type).
+std::string decode_with_stb(std::vector<unsigned char>& bytes, DecodedImage& out) {
   if (std::string why = check_png_chunks(bytes); !why.empty()) return why;
   int width = 0, height = 0, channels_in_file = 0;
-  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file) &&
-      std::int64_t{width} * height > kMaxPixels)
-    return "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, over the " +
-           std::to_string(kMaxPixels >> 20) + " Mpixel a decoded image may have";
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels_in_file))
+    if (std::string why = check_pixel_count(width, height); !why.empty()) return why;
   stbi_uc* rgb = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width,
                                        &height, &channels_in_file, kChannels);
   if (rgb == nullptr) {
     const char* reason = stbi_failure_reason();
     return std::string("not decodable (stb_image: ") + (reason ? reason : "no reason given") + ")";
   }
-  out.rgb.reset(rgb);
+  out.rgb.assign(rgb, rgb + std::size_t{kChannels} * width * height);
+  stbi_image_free(rgb);
   out.width = width;
   out.height = height;
   return {};
+}
+
+// "" when `out` now holds the image as RGB, else why not.
+std::string decode_image(const fs::path& path, DecodedImage& out) {
+  thread_local std::vector<unsigned char> bytes;  // reused: one allocation per thread, not per file
+  if (std::string why = read_file(path, bytes); !why.empty()) return why;
+  return looks_like_jpeg(bytes.data(), bytes.size()) ? decode_jpeg(bytes, out) : decode_with_stb(bytes, out);
 }
 
 // A crop anywhere in the resized image, mirrored when the draw's low bit is set. Multiply-shift
@@ -318,8 +302,11 @@ Listing list_labelled(const fs::path& folder, const fs::path& labels_file,
     const std::int32_t index = parse_label(label, by_name, options.classes, where);
     const auto [previous, inserted] = line_of.emplace(name, number);
     TUNECNN_CHECK(inserted, where, ": ", name, " is already labelled on line ", previous->second);
-    TUNECNN_CHECK(fs::is_regular_file(folder / name), where, ": ", (folder / name).string(),
-                  " does not exist");
+    std::error_code error;  // a name too long for the file system is an error, not an exception
+    const bool present = fs::is_regular_file(folder / name, error);
+    const bool missing = !error || error == std::errc::no_such_file_or_directory;
+    TUNECNN_CHECK(present, where, ": ", (folder / name).string(),
+                  missing ? " does not exist" : " cannot be read (" + error.message() + ")");
     listing.files.push_back({folder / name, index});
   }
   TUNECNN_CHECK(!in.bad(), "cannot read labels file ", labels_file.string());
@@ -357,7 +344,7 @@ void image_file_centre_crop(const fs::path& file, int side, int resize_side, con
   DecodedImage image;
   if (const std::string why = decode_image(file, image); !why.empty()) TUNECNN_FAIL(file.string(), ": ", why);
   const ResizedSize resized = resized_size(image.width, image.height, resize_side);
-  resize_crop(image.rgb.get(), image.width, image.height, resized, centre_crop(resized, side), affine, out);
+  resize_crop(image.rgb.data(), image.width, image.height, resized, centre_crop(resized, side), affine, out);
 }
 
 // ---- the data set ----
@@ -398,7 +385,7 @@ std::int32_t ImageFolderDataset::get(std::int64_t index, float* out) const {
   DecodedImage image;
   const std::int64_t served = decode_or_replace(index, image);
   const ResizedSize resized = resized_size(image.width, image.height, resize_side_);
-  resize_crop(image.rgb.get(), image.width, image.height, resized, centre_crop(resized, side_),
+  resize_crop(image.rgb.data(), image.width, image.height, resized, centre_crop(resized, side_),
               imagenet_normalisation(), out);
   return files_[served].label;
 }
@@ -408,7 +395,7 @@ std::int32_t ImageFolderDataset::get_augmented(std::int64_t index, float* out,
   DecodedImage image;
   const std::int64_t served = decode_or_replace(index, image);
   const ResizedSize resized = resized_size(image.width, image.height, resize_side_);
-  resize_crop(image.rgb.get(), image.width, image.height, resized,
+  resize_crop(image.rgb.data(), image.width, image.height, resized,
               random_crop(resized, side_, draw), imagenet_normalisation(), out);
   return files_[served].label;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // ImageNet-style folders of images, read as a stream: loading only lists the files; each access
-// reads and decodes one file (stb_image, forced to RGB, so grayscale and RGBA come out RGB),
-// resizes its shorter side to resize_side (datasets/image_resize.h), crops side x side and
-// normalises with ImageNet's mean and standard deviation to float CHW. get() is the centre crop
+// reads and decodes one file to RGB (JPEG by libjpeg-turbo, PNG by stb_image; grayscale, CMYK and
+// RGBA come out RGB), resizes its shorter side to resize_side (datasets/image_resize.h), crops
+// side x side and normalises with ImageNet's mean and standard deviation to float CHW. get() is the centre crop
 // (evaluation); get_augmented() a crop anywhere in the resized image, mirrored half of the time
 // (training). Two layouts of ROOT/SPLIT:
 //   class folders: ROOT/SPLIT/<class>/*.{JPEG,jpg,jpeg,png} (case-insensitive); the classes are
@@ -42,7 +42,7 @@ struct ImageFolderOptions {
   // The class names, in label order. Empty: the sorted class folders of SPLIT. When given, a
   // class-folder split must have exactly these folders; a flat split needs them.
   std::vector<std::string> classes = {};
-  // Called for each undecodable file (once, naming it and stb_image's reason), each empty class
+  // Called for each undecodable file (once, naming it and the decoder's reason), each empty class
   // folder, and images a labels file leaves out. Calls are serialised. Default: stderr.
   std::function<void(std::string_view)> warn = {};
 };

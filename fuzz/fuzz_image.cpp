@@ -1,7 +1,7 @@
-// One JPEG or PNG decoded (stb_image, with the decoded-size cap) and resized and cropped by
-// datasets/image_resize.h, through ImageFolderDataset as training reads it. The input's first two
-// bytes choose the crop side and the resize side, so the resize sees many geometries; the rest
-// is the image file.
+// One JPEG or PNG decoded (JPEG by libjpeg-turbo, PNG by stb_image, with the decoded-size cap) and
+// resized and cropped by datasets/image_resize.h, through ImageFolderDataset as training reads it.
+// The input's first two bytes choose the crop side and the resize side, so the resize sees many
+// geometries; the rest is the image file.
 #include "core/error.h"
 #include "datasets/image_folder.h"
 #include "fuzz/fuzz_support.h"
