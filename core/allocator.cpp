@@ -70,6 +70,7 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
     ptr = system_allocate(size);
     lock.lock();
     ++stats_.system_allocations;
+    stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, stats_.current_bytes + stats_.cached_bytes + size);
   }
   stats_.current_bytes += size;
   stats_.current_by_use[static_cast<std::size_t>(use)] += size;
@@ -99,6 +100,7 @@ void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_bytes = stats_.current_bytes;
   stats_.at_peak_by_use = stats_.current_by_use;
+  stats_.peak_held_bytes = stats_.current_bytes + stats_.cached_bytes;
 }
 
 void Allocator::release_cached() {

@@ -47,6 +47,8 @@ struct MemoryStats {
   BytesByUse current_by_use{};    // current_bytes split by use
   BytesByUse at_peak_by_use{};    // current_by_use when the peak was reached
   std::size_t cached_bytes = 0;   // freed blocks kept for reuse
+  std::size_t peak_held_bytes = 0;  // highest current + cached since the last reset_peak(): what
+                                    // the system gave, the resident set's share of the allocator
   std::size_t system_allocations = 0;
   std::size_t reused_allocations = 0;
 };

@@ -10,7 +10,7 @@ namespace tunecnn {
 namespace {
 
 template <class T>
-void update(T* p, const T* g, T* v, std::int64_t n, const SgdOptions& o, bool first_step) {
+void apply_update(T* p, const T* g, T* v, std::int64_t n, const SgdOptions& o, bool first_step) {
   const T lr = static_cast<T>(o.lr), mu = static_cast<T>(o.momentum),
           wd = static_cast<T>(o.weight_decay);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -37,28 +37,38 @@ Sgd::Sgd(std::vector<NamedVariable> parameters, SgdOptions options)
                 "SGD options must be non-negative (lr ", options_.lr, ", momentum ",
                 options_.momentum, ", weight decay ", options_.weight_decay, ")");
   TUNECNN_CHECK(!options_.nesterov || options_.momentum > 0, "Nesterov SGD needs momentum > 0");
+  for (std::size_t i = 0; i < parameters_.size(); ++i) index_of_.emplace(parameters_[i].second.id(), i);
 }
 
 void Sgd::step() {
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    Variable& param = parameters_[i].second;
-    if (!param.has_grad()) continue;
-    Tensor& p = param.data();
-    const bool first_step = !velocity_[i].defined();
-    if (options_.momentum > 0 && first_step) {
-      const MemoryUseScope counted_as(MemoryUse::optimizer_state);
-      velocity_[i] = Tensor::empty_like(p);
-    }
-    check_same_device("sgd", p, param.grad());
-    if (p.device() == Device::cuda) {
-      update_on_cuda(p, param.grad(), velocity_[i], options_, first_step);
-      continue;
-    }
-    dispatch_dtype(p.dtype(), [&]<class T>() {
-      T* v = options_.momentum > 0 ? velocity_[i].data<T>() : nullptr;
-      update<T>(p.data<T>(), param.grad().data<T>(), v, p.numel(), options_, first_step);
-    });
+  for (std::size_t i = 0; i < parameters_.size(); ++i) update(i);
+}
+
+void Sgd::step_parameter(const Variable& parameter) {
+  const auto it = index_of_.find(parameter.id());
+  if (it == index_of_.end()) return;
+  update(it->second);
+  parameters_[it->second].second.zero_grad();
+}
+
+void Sgd::update(std::size_t i) {
+  Variable& param = parameters_[i].second;
+  if (!param.has_grad()) return;
+  Tensor& p = param.data();
+  const bool first_step = !velocity_[i].defined();
+  if (options_.momentum > 0 && first_step) {
+    const MemoryUseScope counted_as(MemoryUse::optimizer_state);
+    velocity_[i] = Tensor::empty_like(p);
   }
+  check_same_device("sgd", p, param.grad());
+  if (p.device() == Device::cuda) {
+    update_on_cuda(p, param.grad(), velocity_[i], options_, first_step);
+    return;
+  }
+  dispatch_dtype(p.dtype(), [&]<class T>() {
+    T* v = options_.momentum > 0 ? velocity_[i].data<T>() : nullptr;
+    apply_update<T>(p.data<T>(), param.grad().data<T>(), v, p.numel(), options_, first_step);
+  });
 }
 
 void Sgd::zero_grad() {

@@ -3,6 +3,7 @@
 // rule so results compare directly:
 //   d = g + wd * p;  v = mu * v + d (v = d on the first step);  d = nesterov ? d + mu * v : v;
 //   p -= lr * d
+#include <unordered_map>
 #include <vector>
 
 #include "core/module.h"
@@ -21,6 +22,12 @@ class Sgd {
   Sgd(std::vector<NamedVariable> parameters, SgdOptions options);
   void step();       // parameters without a gradient are left alone
   void zero_grad();
+
+  // The same update for one parameter, as soon as backward has finished its gradient (the hook
+  // of Variable::backward), and that gradient dropped at once: a step then holds one layer's
+  // gradients at a time instead of every parameter's (AlexNet: 238 MB of them). Parameters this
+  // optimizer does not own are left alone. Use it instead of step(), not after it.
+  void step_parameter(const Variable& parameter);
   void set_lr(double lr) { options_.lr = lr; }
   double lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }
@@ -32,7 +39,10 @@ class Sgd {
  private:
   std::vector<NamedVariable> parameters_;
   std::vector<Tensor> velocity_;
+  std::unordered_map<const void*, std::size_t> index_of_;  // Variable::id() -> parameter index
   SgdOptions options_;
+
+  void update(std::size_t i);
 };
 
 namespace cuda {  // the update on the GPU (core/sgd.cu); `velocity` is undefined without momentum

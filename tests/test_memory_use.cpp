@@ -2,17 +2,20 @@
 // the use, a LeNet training step's split, and `bench memory` end to end.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "apps/bench/memory_bench.h"
 #include "core/allocator.h"
+#include "core/init.h"
 #include "core/rng.h"
 #include "core/sgd.h"
 #include "core/threading.h"
 #include "models/registry.h"
 #include "ops/layout/to_layout.h"
+#include "ops/linear.h"
 #include "ops/softmax_cross_entropy.h"
 #include "tests/support/capture.h"
 #include "tests/support/expect_error.h"
@@ -126,6 +129,83 @@ TEST(MemoryUse, ALenetTrainingStepSplitsIntoEveryUseItHas) {
   EXPECT_EQ(at_peak(MemoryUse::optimizer_state), parameter_bytes) << "one momentum buffer per parameter";
   EXPECT_GT(at_peak(MemoryUse::activations), 0u);
   EXPECT_GT(at_peak(MemoryUse::gradients), 0u);
+}
+
+// Four equal layers, so that holding every gradient at once is four times holding one layer's.
+std::shared_ptr<Sequential> four_linear_layers(Rng& rng) {
+  auto net = std::make_shared<Sequential>();
+  for (int i = 0; i < 4; ++i) net->add(std::make_shared<Linear>(256, 256, rng), "fc" + std::to_string(i));
+  return net;
+}
+
+// One training step's peak gradient bytes, with the step after backward or inside it.
+std::size_t gradients_at_peak(bool step_in_backward) {
+  Allocator& alloc = allocator_for(Device::cpu);
+  Rng rng(5);
+  auto net = four_linear_layers(rng);
+  Sgd sgd(net->parameters(), SgdOptions{0.01, 0.9, 0, false});
+  Tensor x = Tensor::zeros({2, 256});
+  uniform_fill(x, -1, 1, rng);
+  const std::vector<std::int32_t> labels{1, 7};
+  sgd.zero_grad();
+  Variable loss = softmax_cross_entropy(net->forward(Variable(x)), labels);
+  const std::size_t before = alloc.stats().current_by_use[use_index(MemoryUse::gradients)];
+  alloc.reset_peak();
+  if (step_in_backward) {
+    loss.backward([&sgd](const Variable& parameter) { sgd.step_parameter(parameter); });
+  } else {
+    loss.backward();
+    sgd.step();
+  }
+  return alloc.stats().at_peak_by_use[use_index(MemoryUse::gradients)] - before;
+}
+
+TEST(MemoryUse, SteppingEachParameterInBackwardHoldsOneLayersGradientsNotAll) {
+  const std::size_t layer = Allocator::block_size(256 * 256 * sizeof(float));
+  EXPECT_GE(gradients_at_peak(false), 4 * layer) << "every weight's gradient is held until step()";
+  EXPECT_LT(gradients_at_peak(true), 2 * layer) << "each weight's gradient is applied and dropped";
+}
+
+// The update in backward is step()'s, parameter by parameter: the same weights to the bit, with
+// momentum, weight decay and Nesterov, over several steps; and no gradient is left behind.
+TEST(Sgd, SteppingInBackwardGivesTheWeightsOfAStepAfterIt) {
+  Rng rng_a(9), rng_b(9), data_rng(10);
+  auto after = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng_a);
+  auto inside = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng_b);
+  const SgdOptions options{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true};
+  Sgd sgd_after(after->parameters(), options), sgd_inside(inside->parameters(), options);
+  for (int step = 0; step < 3; ++step) {
+    Tensor images = Tensor::empty({4, 1, 28, 28});
+    uniform_fill(images, -1, 1, data_rng);
+    const std::vector<std::int32_t> labels{0, 3, 3, 9};
+    sgd_after.zero_grad();
+    softmax_cross_entropy(after->forward(Variable(images)), labels).backward();
+    sgd_after.step();
+    sgd_inside.zero_grad();
+    softmax_cross_entropy(inside->forward(Variable(images)), labels)
+        .backward([&](const Variable& parameter) { sgd_inside.step_parameter(parameter); });
+  }
+  const auto a = after->parameters(), b = inside->parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Tensor& pa = a[i].second.data();
+    const Tensor& pb = b[i].second.data();
+    EXPECT_EQ(0, std::memcmp(pa.data<float>(), pb.data<float>(), pa.nbytes())) << a[i].first;
+    EXPECT_FALSE(b[i].second.has_grad()) << b[i].first << "'s gradient is dropped once applied";
+  }
+}
+
+TEST(Sgd, SteppingAParameterItDoesNotOwnLeavesItAlone) {
+  Rng rng(2);
+  Linear owned(3, 2, rng), other(3, 2, rng);
+  Sgd sgd(owned.parameters(), SgdOptions{});
+  Variable x(Tensor::full({1, 3}, 1.0), false);
+  const Tensor before = other.parameters()[0].second.data().clone();
+  softmax_cross_entropy(other.forward(x), {1})
+      .backward([&](const Variable& parameter) { sgd.step_parameter(parameter); });
+  const auto params = other.parameters();
+  EXPECT_EQ(0, std::memcmp(before.data<float>(), params[0].second.data().data<float>(), before.nbytes()));
+  EXPECT_TRUE(params[0].second.has_grad()) << "not this optimizer's to drop";
 }
 
 int run_bench(std::vector<const char*> args, std::string* out) {

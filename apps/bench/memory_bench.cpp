@@ -1,8 +1,9 @@
 // `bench memory`: the model is built, planned as train plans it, and stepped on a fixed random
-// batch as the trainer steps it (forward, loss, backward, SGD with momentum). The allocator
-// splits its peak by the use each block was made for (core/allocator.h); the resident set's
-// growth over the run is measured from the state before the model existed, the same way for
-// PyTorch in a child process (apps/bench/memory_pytorch.py), so the two compare like for like.
+// batch as the trainer steps it (forward, loss, backward with each parameter's SGD step taken as
+// its gradient is final). The allocator splits its peak by the use each block was made for
+// (core/allocator.h); the resident set's growth over the run is measured from the state before
+// the model existed, the same way for PyTorch in a child process (apps/bench/memory_pytorch.py),
+// so the two compare like for like.
 #include "apps/bench/memory_bench.h"
 
 #include <cstdio>
@@ -99,8 +100,7 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
   for (int step = 0; step <= cli.get_int("steps"); ++step) {  // as the trainer steps
     sgd.zero_grad();
     Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
-    loss.backward();
-    sgd.step();
+    loss.backward([&sgd](const Variable& parameter) { sgd.step_parameter(parameter); });
   }
   OurPeak peak{allocator.stats(), std::nullopt};
   const std::optional<std::size_t> high = process_status_bytes("VmHWM");
@@ -138,6 +138,7 @@ void print_report(const OurPeak& ours, const TheirPeak& theirs) {
     std::printf("  %-24s %10.2f\n", to_string(static_cast<MemoryUse>(use)),
                 ours.allocator.at_peak_by_use[use] / kMiB);
   std::printf("  %-24s %10.2f\n", "total", ours.allocator.peak_bytes / kMiB);
+  std::printf("%-26s %10.2f\n", "held (live + cached) peak", ours.allocator.peak_held_bytes / kMiB);
   const auto mib = [](const std::optional<std::size_t>& bytes) {
     return bytes ? formatted("%.2f", *bytes / kMiB) : std::string("-");
   };
@@ -164,7 +165,8 @@ int bench_memory(int argc, const char* const* argv) {
   const OurPeak ours = measure_ours(cli, input, batch, classes);
   const TheirPeak theirs = measure_pytorch(cli, batch);
   print_report(ours, theirs);
-  std::printf("result model=%s batch=%d peak_mb=%.2f", model.c_str(), batch, ours.allocator.peak_bytes / kMiB);
+  std::printf("result model=%s batch=%d peak_mb=%.2f held_mb=%.2f", model.c_str(), batch,
+              ours.allocator.peak_bytes / kMiB, ours.allocator.peak_held_bytes / kMiB);
   for (std::size_t use = 0; use < kMemoryUses; ++use) {
     std::string name = to_string(static_cast<MemoryUse>(use));
     for (char& c : name) c = c == ' ' ? '_' : c;

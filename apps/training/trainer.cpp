@@ -515,11 +515,14 @@ TrainStatus Run::train_epoch(Progress& progress) {
     }
     step = reduce_step(step);
     if (step.not_finite > 0) return TrainStatus::diverged;
-    if (allreduce_)
+    if (allreduce_) {
       allreduce_->backward(loss, n, batch.global_size);
-    else
-      loss.backward();
-    sgd_->step();
+      sgd_->step();
+    } else {
+      // Each parameter steps as soon as its gradient is final, which is then dropped: backward
+      // never holds every gradient at once (the same update as a step after it).
+      loss.backward([this](const Variable& parameter) { sgd_->step_parameter(parameter); });
+    }
     if (epoch_ == 0 && next_batch_ == 0 && n > 0) print_plans(logits.data());
     if (step.examples > 0) check_learning(step.loss / step.examples, epoch_ + static_cast<double>(next_batch_) / batches);
     sums_.loss += step.loss;
