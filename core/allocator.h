@@ -8,6 +8,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/types.h"
 
@@ -53,6 +56,15 @@ struct MemoryStats {
   std::size_t reused_allocations = 0;
 };
 
+// What an allocator does with freed blocks. keep: holds every one for reuse, so a training step
+// repeats without a system call or a page fault, but blocks of sizes the step does not need at
+// the same time are all held (AlexNet, batch 8: 817 MB held for 680 MB live). bounded: live +
+// cached bytes never exceed the highest live total seen; a miss first gives back cached blocks
+// (the smallest one that makes room, else the largest), paid for in page faults when they are
+// made again (bench memory, docs/BENCHMARKS.md: 12-27% slower steps on the CPU).
+enum class CachePolicy { keep, bounded };
+CachePolicy parse_cache_policy(const std::string& name);  // "keep" or "bounded"; else an Error
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -64,15 +76,27 @@ class Allocator {
   // system_free still works.
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
+  void set_cache_policy(CachePolicy policy);          // keep by default
+  CachePolicy cache_policy() const;
 
  protected:
   virtual void* system_allocate(std::size_t bytes) = 0;
-  virtual void system_free(void* ptr) = 0;
+  virtual void system_free(void* ptr, std::size_t bytes) = 0;  // bytes: as allocated
+  // A miss may take a cached block up to twice the size, except for parameters and optimizer
+  // state (the CPU's; the GPU's takes exact sizes).
+  virtual bool reuses_larger_blocks() const { return false; }
 
  private:
   mutable std::mutex mutex_;
   std::multimap<std::size_t, void*> free_blocks_;
   MemoryStats stats_;
+  std::unordered_map<void*, std::size_t> larger_blocks_;  // live blocks larger than asked: their size
+  std::size_t live_high_water_ = 0;  // the highest current_bytes ever (reset_peak leaves it)
+  CachePolicy cache_policy_ = CachePolicy::keep;
+
+  // Under mutex_: takes out of the cache the blocks to give back so that, under the bounded
+  // policy, a new block of `size` keeps live + cached within the live high-water mark.
+  std::vector<std::pair<std::size_t, void*>> blocks_to_release_for(std::size_t size);
 };
 
 Allocator& allocator_for(Device device);

@@ -38,7 +38,7 @@ class CudaAllocator final : public Allocator {
     }
     return ptr;
   }
-  void system_free(void* ptr) override {
+  void system_free(void* ptr, std::size_t) override {
     // Unchecked (at exit the runtime may be gone), but a failure must not linger as the last
     // error for the next launch check to misreport.
     if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();

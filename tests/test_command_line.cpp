@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/common/cli.h"
@@ -75,6 +76,24 @@ TEST(CommandLine, ANumberThatIsNotOneIsAUsageError) {
   const std::array<const char*, 3> huge = {"prog", "--epochs", "99999999999"};
   ASSERT_TRUE(cli.parse(static_cast<int>(huge.size()), huge.data()));
   EXPECT_THROW(cli.get_int("epochs"), UsageError);
+}
+
+TEST(CommandLine, TheAllocatorCacheOptionTakesKeepOrBoundedAndElseIsAUsageError) {
+  for (const auto& [value, expected] : {std::pair{"keep", CachePolicy::keep}, std::pair{"bounded", CachePolicy::bounded}}) {
+    CommandLine cli("prog", "test");
+    add_allocator_cache_option(cli);
+    const std::array<const char*, 3> args = {"prog", "--allocator-cache", value};
+    ASSERT_TRUE(cli.parse(static_cast<int>(args.size()), args.data()));
+    EXPECT_EQ(allocator_cache_option(cli), expected);
+  }
+  CommandLine cli("prog", "test");
+  add_allocator_cache_option(cli);
+  const std::array<const char*, 1> none = {"prog"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(none.size()), none.data()));
+  EXPECT_EQ(allocator_cache_option(cli), CachePolicy::keep) << "the default";
+  const std::array<const char*, 3> bad = {"prog", "--allocator-cache", "lean"};
+  ASSERT_TRUE(cli.parse(static_cast<int>(bad.size()), bad.data()));
+  EXPECT_THROW(allocator_cache_option(cli), UsageError);
 }
 
 struct Outcome {

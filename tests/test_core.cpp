@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "core/allocator.h"
 #include "core/cuda_runtime.h"
+#include "core/error.h"
 #include "core/init.h"
 #include "core/module.h"
 #include "core/tensor.h"
@@ -119,6 +121,106 @@ TEST(Allocator, ReusesFreedBlocksAndTracksPeak) {
   EXPECT_GE(mid.peak_bytes, before.current_bytes + bytes);
   EXPECT_EQ(after.system_allocations, mid.system_allocations) << "the second tensor must reuse the block";
   EXPECT_GT(after.reused_allocations, mid.reused_allocations);
+}
+
+// An allocator over malloc that counts what it asks of the system, for the cache policies.
+class CountingAllocator final : public Allocator {
+ public:
+  explicit CountingAllocator(bool reuse_larger) : reuse_larger_(reuse_larger) {}
+  ~CountingAllocator() override { release_cached(); }
+  int system_frees = 0;
+
+ protected:
+  void* system_allocate(std::size_t bytes) override { return std::malloc(bytes); }
+  void system_free(void* ptr, std::size_t) override {
+    ++system_frees;
+    std::free(ptr);
+  }
+  bool reuses_larger_blocks() const override { return reuse_larger_; }
+
+ private:
+  bool reuse_larger_;
+};
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+TEST(Allocator, KeepHoldsEveryFreedBlockAndBoundedHoldsNoMoreThanTheLivePeak) {
+  for (const CachePolicy policy : {CachePolicy::keep, CachePolicy::bounded}) {
+    CountingAllocator alloc(false);
+    alloc.set_cache_policy(policy);
+    alloc.deallocate(alloc.allocate(1 * kMiB), 1 * kMiB, MemoryUse::activations);
+    void* larger = alloc.allocate(3 * kMiB);  // a miss: the 1 MiB block cannot serve it
+    const MemoryStats stats = alloc.stats();
+    EXPECT_EQ(stats.current_bytes, 3 * kMiB);
+    if (policy == CachePolicy::keep) {
+      EXPECT_EQ(stats.cached_bytes, 1 * kMiB);
+      EXPECT_EQ(stats.peak_held_bytes, 4 * kMiB);
+      EXPECT_EQ(alloc.system_frees, 0);
+    } else {
+      EXPECT_EQ(stats.cached_bytes, 0u) << "3 MiB live is the peak: the 1 MiB block goes back";
+      EXPECT_EQ(stats.peak_held_bytes, 3 * kMiB);
+      EXPECT_EQ(alloc.system_frees, 1);
+    }
+    alloc.deallocate(larger, 3 * kMiB, MemoryUse::activations);
+  }
+}
+
+TEST(Allocator, BoundedGivesBackTheSmallestBlockThatMakesRoom) {
+  CountingAllocator alloc(false);
+  alloc.set_cache_policy(CachePolicy::bounded);
+  void* a = alloc.allocate(4 * kMiB);
+  void* b = alloc.allocate(2 * kMiB);
+  void* c = alloc.allocate(1 * kMiB);  // live peak 7 MiB
+  alloc.deallocate(a, 4 * kMiB, MemoryUse::activations);
+  alloc.deallocate(b, 2 * kMiB, MemoryUse::activations);
+  alloc.deallocate(c, 1 * kMiB, MemoryUse::activations);
+  void* d = alloc.allocate(9 * kMiB / 4);  // needs 9/4 MiB more than the peak allows: the 4 MiB block goes
+  MemoryStats stats = alloc.stats();
+  EXPECT_EQ(alloc.system_frees, 1);
+  EXPECT_EQ(stats.cached_bytes, 3 * kMiB) << "the 2 and 1 MiB blocks stay";
+  EXPECT_LE(stats.current_bytes + stats.cached_bytes, 7 * kMiB);
+  alloc.deallocate(d, 9 * kMiB / 4, MemoryUse::activations);
+}
+
+TEST(Allocator, AMissTakesACachedBlockUpToTwiceItsSizeWhereTheAllocatorAllowsIt) {
+  for (const bool reuse_larger : {false, true}) {
+    CountingAllocator alloc(reuse_larger);
+    alloc.deallocate(alloc.allocate(2 * kMiB), 2 * kMiB, MemoryUse::activations);
+    const std::size_t systems_before = alloc.stats().system_allocations;
+    void* p = alloc.allocate(3 * kMiB / 2);
+    MemoryStats stats = alloc.stats();
+    if (reuse_larger) {
+      EXPECT_EQ(stats.system_allocations, systems_before) << "the 2 MiB block serves 1.5 MiB";
+      EXPECT_EQ(stats.current_bytes, 2 * kMiB) << "counted at the size it holds";
+    } else {
+      EXPECT_EQ(stats.system_allocations, systems_before + 1);
+      EXPECT_EQ(stats.current_bytes, 3 * kMiB / 2);
+    }
+    alloc.deallocate(p, 3 * kMiB / 2, MemoryUse::activations);
+    stats = alloc.stats();
+    EXPECT_EQ(stats.current_bytes, 0u) << "freed at the size it was handed out at";
+    if (reuse_larger) {
+      EXPECT_EQ(stats.cached_bytes, 2 * kMiB);
+      void* small = alloc.allocate(kMiB - 4096);  // under half: a block of its own
+      EXPECT_EQ(alloc.stats().system_allocations, systems_before + 1);
+      void* kept = alloc.allocate(3 * kMiB / 2, MemoryUse::optimizer_state);
+      EXPECT_EQ(alloc.stats().system_allocations, systems_before + 2)
+          << "state that lives across steps takes a block of its own size";
+      alloc.deallocate(kept, 3 * kMiB / 2, MemoryUse::optimizer_state);
+      alloc.deallocate(small, kMiB - 4096, MemoryUse::activations);
+    }
+  }
+}
+
+TEST(Allocator, CachePolicyNamesParseAndABadOneSaysWhatIsAllowed) {
+  EXPECT_EQ(parse_cache_policy("keep"), CachePolicy::keep);
+  EXPECT_EQ(parse_cache_policy("bounded"), CachePolicy::bounded);
+  try {
+    parse_cache_policy("some");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keep or bounded, not 'some'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Autograd, SharedInputAccumulatesAndNoGradRecordsNothing) {

@@ -47,6 +47,7 @@ CommandLine memory_command_line() {
   cli.option("model", "lenet", "model (a built-in name or an ONNX file NAME.onnx)");
   cli.option("batch-size", "64", "examples per step");
   cli.option("threads", "2", "CPU threads (PyTorch gets the same)");
+  add_allocator_cache_option(cli);
   cli.option("steps", "3", "steps after the first (the peak is the highest of them all)");
   cli.option("input", "", "C,H,W of one example (default: the model's own)");
   cli.option("classes", "", "number of classes (default: 10, or 1000 for alexnet and mobilenet, as "
@@ -79,6 +80,7 @@ void plan_layers(const CommandLine& cli, Module& model, const Shape& batch_shape
 struct OurPeak {
   MemoryStats allocator;
   std::optional<std::size_t> rss_growth;
+  std::size_t last_step_system_allocations = 0;  // blocks the last step took from the system
 };
 
 // Builds, plans and steps the model; the resident set's growth counts from before the build.
@@ -97,12 +99,15 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
 
   Allocator& allocator = allocator_for(Device::cpu);
   allocator.reset_peak();
+  std::size_t system_allocations_before_last = 0;
   for (int step = 0; step <= cli.get_int("steps"); ++step) {  // as the trainer steps
+    system_allocations_before_last = allocator.stats().system_allocations;
     sgd.zero_grad();
     Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
     loss.backward([&sgd](const Variable& parameter) { sgd.step_parameter(parameter); });
   }
   OurPeak peak{allocator.stats(), std::nullopt};
+  peak.last_step_system_allocations = peak.allocator.system_allocations - system_allocations_before_last;
   const std::optional<std::size_t> high = process_status_bytes("VmHWM");
   if (baseline && high && peak_reset) peak.rss_growth = *high - std::min(*high, *baseline);
   return peak;
@@ -154,6 +159,7 @@ int bench_memory(int argc, const char* const* argv) {
   TUNECNN_CHECK(cli.get("pytorch") == "on" || cli.get("pytorch") == "off",
                 "bench memory: --pytorch must be on or off, not '", cli.get("pytorch"), "'");
   set_num_threads(cli.get_int("threads"));
+  allocator_for(Device::cpu).set_cache_policy(allocator_cache_option(cli));
   const std::string model = cli.get("model");
   const Shape input = cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model);
   const int batch = cli.get_int("batch-size");
@@ -161,7 +167,8 @@ int bench_memory(int argc, const char* const* argv) {
   TUNECNN_CHECK(batch > 0 && classes > 1, "bench memory: --batch-size must be positive and --classes above 1");
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   std::cout << "# " << model << ", batch " << batch << ", " << classes << " classes, " << num_threads()
-            << " threads, " << 1 + cli.get_int("steps") << " steps, --tune " << cli.get("tune") << "\n";
+            << " threads, " << 1 + cli.get_int("steps") << " steps, --tune " << cli.get("tune")
+            << ", --allocator-cache " << cli.get("allocator-cache") << "\n";
   const OurPeak ours = measure_ours(cli, input, batch, classes);
   const TheirPeak theirs = measure_pytorch(cli, batch);
   print_report(ours, theirs);
@@ -172,6 +179,7 @@ int bench_memory(int argc, const char* const* argv) {
     for (char& c : name) c = c == ' ' ? '_' : c;
     std::printf(" %s_mb=%.2f", name.c_str(), ours.allocator.at_peak_by_use[use] / kMiB);
   }
+  std::printf(" last_step_system_allocations=%zu", ours.last_step_system_allocations);
   if (ours.rss_growth) std::printf(" rss_growth_mb=%.2f", *ours.rss_growth / kMiB);
   if (theirs.rss_growth) std::printf(" pytorch_rss_growth_mb=%.2f", *theirs.rss_growth / kMiB);
   if (ours.rss_growth && theirs.rss_growth && *theirs.rss_growth > 0)

@@ -69,9 +69,8 @@ class TrainStep {
   void operator()() {
     Variable loss = softmax_cross_entropy(model_.forward(Variable(images_)), labels_);
     sgd_.zero_grad();
-    if (!allreduce_) {
-      loss.backward();
-      sgd_.step();
+    if (!allreduce_) {  // each parameter steps as its gradient is final, as train does
+      loss.backward([this](const Variable& parameter) { sgd_.step_parameter(parameter); });
       return;
     }
     double loss_sum = loss.data().data<float>()[0] * static_cast<double>(labels_.size());
@@ -119,6 +118,7 @@ CommandLine train_command_line() {
   cli.option("model", "lenet", "model to time (a built-in name or an ONNX file NAME.onnx)");
   cli.option("batch-size", "64", "examples per step (under mpirun: the global batch, shared by the processes)");
   cli.option("threads", "", "CPU threads per process (default 2; under mpirun 1 per process)");
+  add_allocator_cache_option(cli);
   cli.option("warmup", "5", "untimed steps first");
   cli.option("steps", "50", "timed steps");
   cli.option("input", "", "C,H,W of one example (default: the model's own, e.g. 1,28,28 for "
@@ -137,6 +137,7 @@ int bench_train(int argc, const char* const* argv) {
   if (!cli.parse(argc, argv)) return 0;
   DataParallel dp(make_communicator());
   const bool talk = dp.comm().is_root();
+  allocator_for(Device::cpu).set_cache_policy(allocator_cache_option(cli));
   set_num_threads(cli.has("threads") ? cli.get_int("threads") : dp.active() ? 1 : 2);
   Rng rng(1);  // the same on every rank: the ranks start from the same weights, as in train
   const Shape input =

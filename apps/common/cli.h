@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/types.h"
 
 namespace tunecnn {
+
+class CommandLine;
 
 // A command line the user must fix, as opposed to a failure while running. Every program exits
 // with status 2 for one (1 for other errors), as getopt-style tools do.
@@ -25,6 +28,11 @@ std::optional<std::size_t> parse_byte_count(const std::string& text);
 
 // The non-empty items of a comma-separated list ("a,,b" -> {"a", "b"}).
 std::vector<std::string> split_commas(const std::string& text);
+
+// --allocator-cache keep|bounded (train, bench train, bench memory): declares it, and reads it
+// (a UsageError for another value).
+void add_allocator_cache_option(CommandLine& cli);
+CachePolicy allocator_cache_option(const CommandLine& cli);
 
 // "C,H,W" of one example; throws Error naming `option` and the text otherwise.
 Shape parse_chw(const std::string& text, const std::string& option);

@@ -209,6 +209,7 @@ void Run::setup() {
   if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export", "--overwrite");
   if (!o_.init_from.empty() && !o_.resume) initial_weights_ = read_initial_weights(o_.init_from);
   set_num_threads(dp_.threads_per_rank(o_.threads));
+  allocator_for(Device::cpu).set_cache_policy(o_.allocator_cache);
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
   const Shape model_input = model_input_shape(o_.model);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/communicator.h"
 #include "core/gradient_allreduce.h"
 
@@ -23,6 +24,7 @@ struct TrainOptions {
   std::filesystem::path data_dir;  // empty: the data set's default location
   std::filesystem::path val_labels;  // imagenet's flat val/ labels file; empty: DIR/val_labels.txt
   int epochs = 2;
+  CachePolicy allocator_cache = CachePolicy::keep;  // the CPU allocator's
   int batch_size = 64;
   // Unset: the model's own (training_defaults in models/registry.h), as is warmup_epochs.
   std::optional<double> lr;
