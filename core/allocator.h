@@ -61,7 +61,7 @@ struct MemoryStats {
 // the same time are all held (AlexNet, batch 8: 817 MB held for 680 MB live). bounded: live +
 // cached bytes never exceed the highest live total seen; a miss first gives back cached blocks
 // (the smallest one that makes room, else the largest), paid for in page faults when they are
-// made again (bench memory, docs/BENCHMARKS.md: 12-27% slower steps on the CPU).
+// made again (bench memory, docs/BENCHMARKS.md: 13-41% slower steps on the CPU).
 enum class CachePolicy { keep, bounded };
 CachePolicy parse_cache_policy(const std::string& name);  // "keep" or "bounded"; else an Error
 

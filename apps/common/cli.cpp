@@ -33,7 +33,7 @@ void add_allocator_cache_option(CommandLine& cli) {
   cli.option("allocator-cache", "keep",
              "what the CPU allocator does with freed blocks: keep (hold each for reuse: no page faults "
              "from step to step) or bounded (never hold more than the highest live total: less memory, "
-             "steps 12-27% slower)");
+             "steps 13-41% slower)");
 }
 
 CachePolicy allocator_cache_option(const CommandLine& cli) {
