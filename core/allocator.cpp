@@ -84,12 +84,13 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
   // Exact size classes first: a training step repeats its shapes, so exact matches are the rule
   // and no reused block wastes memory.
   auto it = free_blocks_.find(size);
-  const bool lives_one_step = use != MemoryUse::parameters && use != MemoryUse::optimizer_state;
-  if (it == free_blocks_.end() && lives_one_step && reuses_larger_blocks()) {
-    // Else a cached block up to twice the size, for what lives within a step (a parameter would
-    // hold the excess for good): fewer blocks held for the sizes a step has at different moments
-    // (AlexNet, batch 8: 817 MB held instead of 885), and under the bounded policy fewer blocks
-    // given back and made again.
+  const bool activation_or_gradient = use == MemoryUse::activations || use == MemoryUse::gradients;
+  if (it == free_blocks_.end() && activation_or_gradient && reuses_larger_blocks()) {
+    // Else, for an activation or a gradient, a cached block up to twice the size: fewer blocks
+    // held for the sizes a step has at different moments, and under the bounded policy fewer
+    // given back and made again. Not for parameters and optimizer state (they would hold the
+    // excess for good), nor for workspaces and layout copies, which take exactly what their
+    // solver or transform declares (the planner's arithmetic, and a test, rely on it).
     it = free_blocks_.lower_bound(size);
     if (it != free_blocks_.end() && it->first > 2 * size) it = free_blocks_.end();
   }

@@ -82,8 +82,8 @@ class Allocator {
  protected:
   virtual void* system_allocate(std::size_t bytes) = 0;
   virtual void system_free(void* ptr, std::size_t bytes) = 0;  // bytes: as allocated
-  // A miss may take a cached block up to twice the size, except for parameters and optimizer
-  // state (the CPU's; the GPU's takes exact sizes).
+  // A miss for an activation or a gradient may take a cached block up to twice the size (the
+  // CPU's; the GPU's takes exact sizes).
   virtual bool reuses_larger_blocks() const { return false; }
 
  private:

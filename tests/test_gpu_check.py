@@ -69,6 +69,19 @@ class PlanTest(unittest.TestCase):
             conv = next(c for c in plan(mode)[0].commands if c.name == "test_cuda_conv")
             self.assertIn("--gtest_filter=" + gpu_check.SUBSET_FILTERS["test_cuda_conv"], conv.argv)
 
+    def test_smoke_leaves_alexnets_gpu_step_out_and_quick_keeps_it(self):
+        def training_filter(mode):
+            argv = next(c for c in plan(mode)[0].commands if c.name == "test_cuda_training").argv
+            return next(a for a in argv if a.startswith("--gtest_filter="))
+        self.assertEqual(training_filter("smoke"),
+                         "--gtest_filter=" + gpu_check.SUBSET_FILTERS["test_cuda_training"] + "-*/alexnet")
+        self.assertNotIn("alexnet", training_filter("quick"))
+
+    def test_only_smoke_calibrates_with_quick_timing(self):
+        for mode in ("full", "quick", "smoke"):
+            argv = next(s for s in plan(mode) if s.name == "calibrate").commands[0].argv
+            self.assertEqual("--quick" in argv, mode == "smoke", mode)
+
     def test_pytorch_rows_take_both_tf32_settings_on_a_gpu_and_one_on_the_cpu(self):
         on_gpu = next(s for s in plan("full") if s.name == "pytorch-cifar").commands[0].argv
         self.assertEqual(on_gpu[on_gpu.index("--tf32") + 1], "off,on")
