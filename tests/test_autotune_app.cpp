@@ -322,17 +322,6 @@ TEST_F(AutotuneApp, CalibrateStoresThisDevicesThresholdsKeepingItsEntries) {
   EXPECT_NE(stored.find(here_.id, kKey3x3), nullptr);
 }
 
-TEST_F(AutotuneApp, CalibrateQuickTimesLessAndStoresTheSameKindsOfThreshold) {
-  const fs::path file = path("calibrate-quick.yaml");
-  const Outcome run = autotune({"calibrate", "--quick", "--tune-cache", file.string()});
-  ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(contains(run.out, "calibrating " + here_.id + " (")) << run.out;
-  EXPECT_TRUE(contains(run.out, ", quick timing\n")) << run.out;
-  const DeviceThresholds t = load(file).thresholds(here_.id);
-  EXPECT_TRUE(t.mec_t && t.ct && t.nt);
-  EXPECT_FALSE(t.transform_gbps.empty());
-}
-
 // ---- explain ----
 
 TEST_F(AutotuneApp, ExplainListsSolversAndThisMachinesCandidatesWithSpeedups) {

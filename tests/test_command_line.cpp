@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,16 @@ TEST(CommandLine, ANumberThatIsNotOneIsAUsageError) {
   const std::array<const char*, 3> huge = {"prog", "--epochs", "99999999999"};
   ASSERT_TRUE(cli.parse(static_cast<int>(huge.size()), huge.data()));
   EXPECT_THROW(cli.get_int("epochs"), UsageError);
+}
+
+TEST(CommandLine, MemorySizesTakeBytesOrAKMOrGSuffix) {
+  EXPECT_EQ(parse_memory_size("1048576"), std::size_t{1048576});
+  EXPECT_EQ(parse_memory_size("4G"), std::size_t{4} << 30);
+  EXPECT_EQ(parse_memory_size("512MiB"), std::size_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("64k"), std::size_t{64} << 10);
+  EXPECT_EQ(parse_memory_size("3mb"), std::size_t{3} << 20);
+  for (const char* bad : {"", "G", "4X", "4GG", "-1G", "1.5G", "4 G", "99999999999999999999"})
+    EXPECT_EQ(parse_memory_size(bad), std::nullopt) << bad;
 }
 
 TEST(CommandLine, TheAllocatorCacheOptionTakesKeepOrBoundedAndElseIsAUsageError) {

@@ -77,10 +77,18 @@ class PlanTest(unittest.TestCase):
                          "--gtest_filter=" + gpu_check.SUBSET_FILTERS["test_cuda_training"] + "-*/alexnet")
         self.assertNotIn("alexnet", training_filter("quick"))
 
-    def test_only_smoke_calibrates_with_quick_timing(self):
+    def test_suites_keeps_only_the_named_test_executables_and_refuses_unknown_ones(self):
+        steps = gpu_check.select_suites(plan("smoke"), "test_cuda_ops,test_cuda_conv")
+        self.assertEqual([c.name for c in steps[0].commands], ["test_cuda_ops", "test_cuda_conv"])
+        self.assertIn("train", [s.name for s in steps], "other steps stay")
+        full = gpu_check.select_suites(plan("full"), "test_cuda_conv")
+        self.assertEqual(len(full[0].commands), gpu_check.CONV_SHARDS, "every shard of a sharded suite")
+        with self.assertRaises(SystemExit):
+            gpu_check.select_suites(plan("smoke"), "test_cuda_ops,test_frobnicate")
+
+    def test_smoke_leaves_calibrate_to_the_gpu(self):
         for mode in ("full", "quick", "smoke"):
-            argv = next(s for s in plan(mode) if s.name == "calibrate").commands[0].argv
-            self.assertEqual("--quick" in argv, mode == "smoke", mode)
+            self.assertEqual("calibrate" in [s.name for s in plan(mode)], mode != "smoke", mode)
 
     def test_pytorch_rows_take_both_tf32_settings_on_a_gpu_and_one_on_the_cpu(self):
         on_gpu = next(s for s in plan("full") if s.name == "pytorch-cifar").commands[0].argv

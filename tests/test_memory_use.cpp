@@ -4,10 +4,13 @@
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "apps/bench/max_batch.h"
 #include "apps/bench/memory_bench.h"
+#include "apps/common/cli.h"
 #include "core/allocator.h"
 #include "core/init.h"
 #include "core/rng.h"
@@ -233,6 +236,67 @@ TEST(BenchMemory, AMissingPythonLeavesPyTorchsFigureOutAndSaysWhy) {
   set_num_threads(threads);
   EXPECT_TRUE(contains(out, "unavailable: ")) << out;
   EXPECT_FALSE(contains(out, "rss_ratio")) << out;
+}
+
+// A step of 100 + 10 * batch bytes, each batch measured once.
+MaxBatch search_steps_of_ten_bytes(std::size_t budget, int limit, std::vector<int>* measured) {
+  return largest_batch_within(budget, limit, [measured](int batch) -> std::optional<std::size_t> {
+    measured->push_back(batch);
+    return 100 + 10 * static_cast<std::size_t>(batch);
+  });
+}
+
+TEST(MaxBatch, DoublesThenBisectsToTheLargestBatchThatFits) {
+  std::vector<int> measured;
+  const MaxBatch found = search_steps_of_ten_bytes(1000, 1024, &measured);  // 100 + 10 * 90 = 1000
+  EXPECT_EQ(found.batch, 90);
+  EXPECT_FALSE(found.at_limit);
+  EXPECT_TRUE(found.stopped.empty());
+  EXPECT_EQ((std::vector<int>(measured.begin(), measured.begin() + 8)), (std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128}));
+  EXPECT_LE(measured.size(), 8u + 7u) << "then bisection between 64 and 128";
+  ASSERT_EQ(found.trials.size(), measured.size());
+  for (const BatchTrial& trial : found.trials) EXPECT_EQ(trial.fits, trial.batch <= 90) << trial.batch;
+}
+
+TEST(MaxBatch, SaysWhenTheLimitFitsAndWhenNotEvenOneDoes) {
+  std::vector<int> measured;
+  const MaxBatch limited = search_steps_of_ten_bytes(1 << 20, 12, &measured);
+  EXPECT_EQ(limited.batch, 12);
+  EXPECT_TRUE(limited.at_limit);
+  EXPECT_EQ(measured, (std::vector<int>{1, 2, 4, 8, 12}));
+  measured.clear();
+  const MaxBatch none = search_steps_of_ten_bytes(50, 64, &measured);
+  EXPECT_EQ(none.batch, 0);
+  EXPECT_EQ(measured, std::vector<int>{1});
+}
+
+TEST(MaxBatch, StopsAtABatchThatCannotBeMeasured) {
+  const MaxBatch found = largest_batch_within(1 << 20, 64, [](int batch) -> std::optional<std::size_t> {
+    if (batch > 4) return std::nullopt;
+    return 10;
+  });
+  EXPECT_EQ(found.batch, 4);
+  EXPECT_EQ(found.stopped, "no measurement at batch 8");
+}
+
+TEST(BenchMemory, MaxBatchSearchesOursUpToTheLimit) {
+  const int threads = num_threads();
+  std::string out;
+  ASSERT_EQ(run_bench({"--max-batch", "--memory-budget", "1024G", "--max-batch-limit", "4", "--steps", "0",
+                       "--pytorch", "off"},
+                      &out),
+            0)
+      << out;
+  set_num_threads(threads);
+  for (const char* part : {"#   ours    batch     1: ", "#   ours    batch     4: ", "largest batch, ours",
+                           "4 (the limit: larger may fit)", "result model=lenet budget_mb=1048576.0 max_batch=4 at_limit=1"})
+    EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+  EXPECT_FALSE(contains(out, "pytorch_max_batch")) << out;
+}
+
+TEST(BenchMemory, ABadBudgetIsAUsageErrorNamingIt) {
+  std::string out;
+  EXPECT_THROW(run_bench({"--max-batch", "--memory-budget", "4X"}, &out), UsageError);
 }
 
 TEST(BenchMemory, RejectsABadPytorchChoice) {

@@ -20,9 +20,6 @@ int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& e
                      "(--device cuda) Ct and Nt weigh the GPU's direct_chwn against cuDNN, over "
                      "C and N up to 256.");
   device_option(cli, "the GPU's thresholds, stored in the GPU's own section of the cache");
-  cli.flag("quick", "time each sweep point once to three times, 10 ms at most, without warm-up: "
-                    "seconds instead of a minute or two, thresholds noisier (for smoke checks, "
-                    "gpu-check --smoke)");
   cli.common_options();
   if (!cli.parse(args, out, 0, 0)) return 0;
   const Device device_kind = parse_device_option(cli.options());
@@ -33,15 +30,8 @@ int run_calibrate(const SubcommandArgs& args, std::ostream& out, std::ostream& e
 
   CalibrationOptions options;
   options.device = device_kind;
-  if (cli.options().has("quick")) {
-    options.timing.warmup = 0;
-    options.timing.min_repeats = 1;
-    options.timing.max_repeats = 3;
-    options.timing.max_seconds = 0.01;
-  }
   options.progress = [&out](const std::string& line) { out << "  " << line << "\n" << std::flush; };
-  out << "calibrating " << device.id << " (" << fingerprint_summary(device.fields) << ")"
-      << (cli.options().has("quick") ? ", quick timing" : "") << "\n";
+  out << "calibrating " << device.id << " (" << fingerprint_summary(device.fields) << ")\n";
   const DeviceThresholds thresholds = calibrate_device(options);
   out << "thresholds: " << thresholds_summary(thresholds) << "\n";
 

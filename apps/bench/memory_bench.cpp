@@ -14,6 +14,7 @@
 #include <string>
 
 #include "apps/bench/conv_report.h"
+#include "apps/bench/max_batch.h"
 #include "apps/bench/process_memory.h"
 #include "apps/common/cli.h"
 #include "autotune/fingerprint.h"
@@ -58,6 +59,11 @@ CommandLine memory_command_line() {
   cli.option("pytorch", "on", "on: measure PyTorch's side too; off");
   cli.option("python", "/usr/bin/python3", "the Python with torch (Debian's python3-torch)");
   cli.option("pytorch-script", TUNECNN_MEMORY_PYTORCH_SCRIPT, "PyTorch's side");
+  cli.flag("max-batch", "instead of one batch: the largest batch whose step's resident-set growth fits "
+                        "--memory-budget, ours and PyTorch's (doubling from 1, then bisecting; each try "
+                        "builds the network afresh and runs 1 + --steps steps)");
+  cli.option("memory-budget", "4G", "with --max-batch: the budget, in bytes or with K, M or G (powers of 1024)");
+  cli.option("max-batch-limit", "1024", "with --max-batch: the largest batch tried");
   return cli;
 }
 
@@ -137,6 +143,53 @@ TheirPeak measure_pytorch(const CommandLine& cli, int batch) {
   return {std::nullopt, "unavailable: " + out.substr(0, out.find('\n'))};
 }
 
+void print_trial(const char* side, const BatchTrial& trial) {
+  const std::string peak =
+      trial.bytes ? formatted("%.1f MiB, %s", *trial.bytes / kMiB, trial.fits ? "fits" : "over") : "not measured";
+  std::printf("#   %-7s batch %5d: %s\n", side, trial.batch, peak.c_str());
+  std::fflush(stdout);
+}
+
+std::string describe_search(const MaxBatch& found) {
+  if (!found.stopped.empty()) return std::to_string(found.batch) + " (stopped: " + found.stopped + ")";
+  return std::to_string(found.batch) + (found.at_limit ? " (the limit: larger may fit)" : "");
+}
+
+// --max-batch: the largest batch whose step's resident-set growth fits the budget, ours and
+// PyTorch's, searched the same way (max_batch.h).
+int report_max_batch(const CommandLine& cli, const std::string& model, const Shape& input, int classes) {
+  const std::optional<std::size_t> budget = parse_memory_size(cli.get("memory-budget"));
+  if (!budget || *budget == 0)
+    throw UsageError("bench memory: --memory-budget must be a size such as 4G, 512M or 1048576, not '" +
+                     cli.get("memory-budget") + "'");
+  const int limit = cli.get_int("max-batch-limit");
+  if (limit < 1) throw UsageError("bench memory: --max-batch-limit must be at least 1");
+  std::printf("# the largest batch within %.1f MiB of resident-set growth (up to %d):\n", *budget / kMiB, limit);
+  const MaxBatch ours = largest_batch_within(
+      *budget, limit,
+      [&](int batch) {
+        const std::optional<std::size_t> growth = measure_ours(cli, input, batch, classes).rss_growth;
+        allocator_for(Device::cpu).release_cached();  // the next try starts from what the system holds
+        return growth;
+      },
+      [](const BatchTrial& trial) { print_trial("ours", trial); });
+  std::optional<MaxBatch> theirs;
+  if (cli.get("pytorch") == "on")
+    theirs = largest_batch_within(
+        *budget, limit, [&](int batch) { return measure_pytorch(cli, batch).rss_growth; },
+        [](const BatchTrial& trial) { print_trial("PyTorch", trial); });
+  std::printf("%-26s %s\n", "largest batch, ours", describe_search(ours).c_str());
+  std::printf("%-26s %s\n", "largest batch, PyTorch's", theirs ? describe_search(*theirs).c_str() : "- (off)");
+  std::printf("result model=%s budget_mb=%.1f max_batch=%d at_limit=%d", model.c_str(), *budget / kMiB, ours.batch,
+              ours.at_limit ? 1 : 0);
+  if (theirs && theirs->stopped.empty()) {
+    std::printf(" pytorch_max_batch=%d", theirs->batch);
+    if (theirs->batch > 0) std::printf(" batch_ratio=%.3f", static_cast<double>(ours.batch) / theirs->batch);
+  }
+  std::printf("\n");
+  return 0;
+}
+
 void print_report(const OurPeak& ours, const TheirPeak& theirs) {
   std::printf("%-26s %10s\n", "at the allocator's peak", "MiB");
   for (std::size_t use = 0; use < kMemoryUses; ++use)
@@ -165,10 +218,13 @@ int bench_memory(int argc, const char* const* argv) {
   const int batch = cli.get_int("batch-size");
   const int classes = cli.has("classes") ? cli.get_int("classes") : default_classes(model);
   TUNECNN_CHECK(batch > 0 && classes > 1, "bench memory: --batch-size must be positive and --classes above 1");
+  const bool max_batch = cli.has("max-batch");
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
-  std::cout << "# " << model << ", batch " << batch << ", " << classes << " classes, " << num_threads()
-            << " threads, " << 1 + cli.get_int("steps") << " steps, --tune " << cli.get("tune")
-            << ", --allocator-cache " << cli.get("allocator-cache") << "\n";
+  std::cout << "# " << model << ", " << (max_batch ? "largest batch" : "batch " + std::to_string(batch)) << ", "
+            << classes << " classes, " << num_threads() << " threads, " << 1 + cli.get_int("steps")
+            << " steps, --tune " << cli.get("tune") << ", --allocator-cache " << cli.get("allocator-cache") << "\n";
+  std::cout << std::flush;
+  if (max_batch) return report_max_batch(cli, model, input, classes);
   const OurPeak ours = measure_ours(cli, input, batch, classes);
   const TheirPeak theirs = measure_pytorch(cli, batch);
   print_report(ours, theirs);

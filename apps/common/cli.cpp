@@ -1,9 +1,12 @@
 #include "apps/common/cli.h"
 
+#include <cctype>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -19,6 +22,22 @@ std::optional<std::size_t> parse_byte_count(const std::string& text) {
   }
   if (text.empty() || text[0] == '-' || used != text.size()) return std::nullopt;
   return static_cast<std::size_t>(bytes);
+}
+
+std::optional<std::size_t> parse_memory_size(const std::string& text) {
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  const std::optional<std::size_t> number = parse_byte_count(text.substr(0, digits));
+  if (!number || digits == std::string::npos) return number;
+  std::string unit = text.substr(digits);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& [prefix, shift] : {std::pair{'K', 10}, std::pair{'M', 20}, std::pair{'G', 30}}) {
+    if (unit != std::string(1, prefix) && unit != std::string(1, prefix) + "B" &&
+        unit != std::string(1, prefix) + "IB")
+      continue;
+    if (*number > (SIZE_MAX >> shift)) return std::nullopt;
+    return *number << shift;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

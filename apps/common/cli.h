@@ -26,6 +26,10 @@ class UsageError : public Error {
 // the error in its own way.
 std::optional<std::size_t> parse_byte_count(const std::string& text);
 
+// Bytes as a user writes them: "1048576", or a whole number with K, M or G (powers of 1024; "4G",
+// "512MiB", "64k"); nullopt for anything else.
+std::optional<std::size_t> parse_memory_size(const std::string& text);
+
 // The non-empty items of a comma-separated list ("a,,b" -> {"a", "b"}).
 std::vector<std::string> split_commas(const std::string& text);
 
