@@ -64,7 +64,7 @@ const char* to_string(MemoryUse use) {
 CachePolicy parse_cache_policy(const std::string& name) {
   if (name == "keep") return CachePolicy::keep;
   if (name == "bounded") return CachePolicy::bounded;
-  throw Error("--allocator-cache must be keep or bounded, not '" + name + "'");
+  throw Error("an allocator cache policy must be keep or bounded, not '" + name + "'");
 }
 
 MemoryUseScope::MemoryUseScope(MemoryUse use) : outer_(this_threads_use) { this_threads_use = use; }
@@ -140,11 +140,6 @@ std::vector<std::pair<std::size_t, void*>> Allocator::blocks_to_release_for(std:
 void Allocator::set_cache_policy(CachePolicy policy) {
   std::lock_guard lock(mutex_);
   cache_policy_ = policy;
-}
-
-CachePolicy Allocator::cache_policy() const {
-  std::lock_guard lock(mutex_);
-  return cache_policy_;
 }
 
 void Allocator::deallocate(void* ptr, std::size_t bytes, MemoryUse use) {

@@ -77,7 +77,6 @@ class Allocator {
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
-  CachePolicy cache_policy() const;
 
  protected:
   virtual void* system_allocate(std::size_t bytes) = 0;

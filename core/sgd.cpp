@@ -51,6 +51,10 @@ void Sgd::step_parameter(const Variable& parameter) {
   parameters_[it->second].second.zero_grad();
 }
 
+void Sgd::backward_and_step(Variable& loss) {
+  loss.backward([this](const Variable& parameter) { step_parameter(parameter); });
+}
+
 void Sgd::update(std::size_t i) {
   Variable& param = parameters_[i].second;
   if (!param.has_grad()) return;

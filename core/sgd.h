@@ -28,6 +28,8 @@ class Sgd {
   // gradients at a time instead of every parameter's (AlexNet: 238 MB of them). Parameters this
   // optimizer does not own are left alone. Use it instead of step(), not after it.
   void step_parameter(const Variable& parameter);
+  // `loss`'s backward with step_parameter as its hook: the whole step, as train takes it.
+  void backward_and_step(Variable& loss);
   void set_lr(double lr) { options_.lr = lr; }
   double lr() const { return options_.lr; }
   const SgdOptions& options() const { return options_; }

@@ -110,7 +110,7 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
     system_allocations_before_last = allocator.stats().system_allocations;
     sgd.zero_grad();
     Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
-    loss.backward([&sgd](const Variable& parameter) { sgd.step_parameter(parameter); });
+    sgd.backward_and_step(loss);
   }
   OurPeak peak{allocator.stats(), std::nullopt};
   peak.last_step_system_allocations = peak.allocator.system_allocations - system_allocations_before_last;

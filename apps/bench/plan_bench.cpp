@@ -245,7 +245,7 @@ int bench_plans(int argc, const char* const* argv) {
   const auto step = [&] {
     Variable loss = softmax_cross_entropy(b.model->forward(Variable(images)), labels);
     sgd.zero_grad();
-    loss.backward([&sgd](const Variable& parameter) { sgd.step_parameter(parameter); });  // as train does
+    sgd.backward_and_step(loss);  // as train does
     if (gpu) cuda_synchronize();  // the step's queued kernels belong to its time
   };
   for (int round = 0; round < cli.get_int("rounds"); ++round)

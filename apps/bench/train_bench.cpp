@@ -70,7 +70,7 @@ class TrainStep {
     Variable loss = softmax_cross_entropy(model_.forward(Variable(images_)), labels_);
     sgd_.zero_grad();
     if (!allreduce_) {  // each parameter steps as its gradient is final, as train does
-      loss.backward([this](const Variable& parameter) { sgd_.step_parameter(parameter); });
+      sgd_.backward_and_step(loss);
       return;
     }
     double loss_sum = loss.data().data<float>()[0] * static_cast<double>(labels_.size());

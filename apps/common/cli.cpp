@@ -59,7 +59,7 @@ CachePolicy allocator_cache_option(const CommandLine& cli) {
   try {
     return parse_cache_policy(cli.get("allocator-cache"));
   } catch (const Error& e) {
-    throw UsageError(e.what());
+    throw UsageError(std::string("--allocator-cache: ") + e.what());
   }
 }
 

@@ -522,7 +522,7 @@ TrainStatus Run::train_epoch(Progress& progress) {
     } else {
       // Each parameter steps as soon as its gradient is final, which is then dropped: backward
       // never holds every gradient at once (the same update as a step after it).
-      loss.backward([this](const Variable& parameter) { sgd_->step_parameter(parameter); });
+      sgd_->backward_and_step(loss);
     }
     if (epoch_ == 0 && next_batch_ == 0 && n > 0) print_plans(logits.data());
     if (step.examples > 0) check_learning(step.loss / step.examples, epoch_ + static_cast<double>(next_batch_) / batches);
