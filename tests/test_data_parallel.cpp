@@ -196,5 +196,36 @@ TEST(DataParallel, RankZeroStopsTheJobWhenARankPlannedOrStartsDifferently) {
   }
 }
 
+// mpirun names a host it lost by its daemon's address, so rank 0 says which rank runs where.
+TEST(DataParallel, RankZeroNamesEachRanksHostAndDaemonAddress) {
+  EXPECT_EQ(daemon_address("1854865408.0;tcp://192.0.2.2:57345;tcp6://[fd00::2]:56617"), "192.0.2.2");
+  EXPECT_EQ(daemon_address("1854865408.0;tcp6://[fd00::2]:56617"), "");
+  const testing::ScopedEnv uri("OMPI_MCA_orte_local_daemon_uri", "7.0;tcp://10.0.0.1:4000");
+  auto comm = std::make_shared<ScriptedRank>(0, "host-a");
+  comm->others = {"host-b (10.0.0.2)"};
+  EXPECT_EQ(DataParallel(comm).where_ranks_run(), "ranks: 0 on host-a (10.0.0.1), 1 on host-b (10.0.0.2)");
+  EXPECT_EQ(DataParallel(std::make_shared<ScriptedRank>(1, "host-b")).where_ranks_run(), "");
+}
+
+TEST(DataParallel, WarnsWhenMpirunWouldNoticeALostHostAfterTheCollectiveTimeout) {
+  const testing::ScopedEnv idle("OMPI_MCA_oob_tcp_keepalive_time", nullptr);
+  const testing::ScopedEnv interval("OMPI_MCA_oob_tcp_keepalive_intvl", nullptr);
+  const testing::ScopedEnv probes("OMPI_MCA_oob_tcp_keepalive_probes", nullptr);
+  // OpenMPI's defaults: 300 + 9 x 20 s, later than the default timeout of 300 s.
+  const std::string by_default = keepalive_warning(300);
+  EXPECT_NE(by_default.find("after 480 s"), std::string::npos) << by_default;
+  EXPECT_NE(by_default.find("--mca oob_tcp_keepalive_time"), std::string::npos) << by_default;
+  EXPECT_EQ(keepalive_warning(600), "");
+  {
+    const testing::ScopedEnv shorter("OMPI_MCA_oob_tcp_keepalive_time", "10");
+    const testing::ScopedEnv every("OMPI_MCA_oob_tcp_keepalive_intvl", "5");
+    const testing::ScopedEnv three("OMPI_MCA_oob_tcp_keepalive_probes", "3");
+    EXPECT_EQ(keepalive_warning(300), "");
+    EXPECT_NE(keepalive_warning(20), "");  // 25 s is not before 20
+  }
+  const testing::ScopedEnv off("OMPI_MCA_oob_tcp_keepalive_time", "0");
+  EXPECT_NE(keepalive_warning(3600).find("never"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tunecnn

@@ -1,6 +1,8 @@
 #include "apps/training/data_parallel.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -23,7 +25,46 @@ std::pair<std::string, std::string> split_first_line(const std::string& text) {
   return {text.substr(0, end), text.substr(end + 1)};
 }
 
+// OpenMPI's daemon keepalive, in seconds, as mpirun passes it to its ranks; `fallback` (OpenMPI's
+// default) when unset or not a number.
+double mca_seconds(const char* name, double fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return fallback;
+  double value = 0;
+  const std::string_view view(text);
+  const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
+  return error == std::errc() && end == view.data() + view.size() ? value : fallback;
+}
+
 }  // namespace
+
+std::string daemon_address(std::string_view uri) {
+  constexpr std::string_view kTcp = "tcp://";
+  const std::size_t start = uri.find(kTcp);
+  if (start == std::string_view::npos) return "";
+  const std::string_view rest = uri.substr(start + kTcp.size());
+  return std::string(rest.substr(0, rest.find_first_of(":;")));
+}
+
+std::string keepalive_warning(double collective_timeout) {
+  const double idle = mca_seconds("OMPI_MCA_oob_tcp_keepalive_time", 300);
+  const double interval = mca_seconds("OMPI_MCA_oob_tcp_keepalive_intvl", 20);
+  const double probes = mca_seconds("OMPI_MCA_oob_tcp_keepalive_probes", 9);
+  const double notice = idle + interval * probes;
+  if (idle > 0 && notice < collective_timeout) return "";
+  std::ostringstream text;
+  text << "warning: the ranks run on several hosts, and mpirun notices a lost host only ";
+  if (idle > 0)
+    text << "after " << notice << " s (its TCP keepalive " << idle << " + " << probes << " x " << interval << " s)";
+  else
+    text << "never (its TCP keepalive is off)";
+  text << ", not before --collective-timeout " << collective_timeout
+       << " s: after a cut link, the job may wait on the lost host for about 15 minutes. Give mpirun"
+          " a shorter keepalive, e.g. --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5"
+          " --mca oob_tcp_keepalive_probes 3 (docs/FAULTS.md; a setting in an mca-params.conf file is"
+          " not seen here)";
+  return text.str();
+}
 
 DataParallel::DataParallel(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
   TUNECNN_CHECK(comm_ != nullptr, "DataParallel needs a communicator");
@@ -133,6 +174,18 @@ std::string DataParallel::describe(std::int64_t global_batch, int threads) const
        << " per process, " << threads << " thread" << (threads == 1 ? "" : "s")
        << " each; gradients averaged by allreduce, BatchNorm statistics per process";
   return text.str();
+}
+
+std::string DataParallel::where_ranks_run() const {
+  if (comm_->local_size() == comm_->size()) return "";
+  const char* uri = std::getenv("OMPI_MCA_orte_local_daemon_uri");
+  const std::string address = uri == nullptr ? "" : daemon_address(uri);
+  const std::vector<std::string> all =
+      comm_->gather(comm_->host() + (address.empty() ? "" : " (" + address + ")"), "telling rank 0 where each rank runs");
+  if (!comm_->is_root()) return "";
+  std::string text = "ranks:";
+  for (std::size_t r = 0; r < all.size(); ++r) text += (r ? ", " : " ") + std::to_string(r) + " on " + all[r];
+  return text;
 }
 
 double weights_checksum(const Module& model) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "autotune/tuned_planner.h"
 #include "core/communicator.h"
@@ -58,9 +59,26 @@ class DataParallel {
   // "data parallel: 2 processes on 1 host, global batch 64 = 32 per process, 1 thread each".
   std::string describe(std::int64_t global_batch, int threads) const;
 
+  // Collective. On rank 0 of a job over several hosts, where each rank runs, by host name and by
+  // the address of its host's mpirun daemon, since mpirun names a host it lost by that address
+  // ("lost communication with a remote daemon ... on node 10.0.0.2"):
+  // "ranks: 0 on a (10.0.0.1), 1 on b (10.0.0.2)". Empty on the other ranks and on one host.
+  std::string where_ranks_run() const;
+
  private:
   std::shared_ptr<Communicator> comm_;
 };
+
+// The first IPv4 address in an OpenMPI daemon URI ("1854865408.0;tcp://192.0.2.2:57345;tcp6://...",
+// what mpirun passes its ranks as OMPI_MCA_orte_local_daemon_uri); empty when it has none.
+std::string daemon_address(std::string_view uri);
+
+// A warning for a job over several hosts when mpirun would notice a lost host only after
+// `collective_timeout` seconds or never: mpirun then waits on the lost host after a rank's
+// timeout stops the job (docs/FAULTS.md). Reads OpenMPI's daemon keepalive as mpirun passes it to
+// its ranks (OMPI_MCA_oob_tcp_keepalive_time, _intvl, _probes; defaults 300, 20, 9 s). Empty
+// when the keepalive notices sooner.
+std::string keepalive_warning(double collective_timeout);
 
 // Sum of every parameter value in double, in registration order: equal weights give equal sums.
 double weights_checksum(const Module& model);

@@ -209,6 +209,8 @@ void Run::setup() {
   if (!o_.export_onnx.empty() && dp_.comm().is_root()) check_export_target(o_.export_onnx, o_.overwrite, "--export", "--overwrite");
   if (!o_.init_from.empty() && !o_.resume) initial_weights_ = read_initial_weights(o_.init_from);
   set_num_threads(dp_.threads_per_rank(o_.threads));
+  // Before create_tuner: the other ranks wait there in a broadcast that rank 0 joins much later.
+  const std::string ranks = dp_.active() ? dp_.where_ranks_run() : "";
   allocator_for(Device::cpu).set_cache_policy(o_.allocator_cache);
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
@@ -257,6 +259,11 @@ void Run::setup() {
     out_ << "defaults for --model " << o_.model << ": --lr " << defaults_.lr << " --warmup-epochs "
          << defaults_.warmup_epochs << ", since " << defaults_.why << " (either option overrides them)\n";
   if (dp_.active()) out_ << dp_.describe(o_.batch_size, num_threads()) << "\n";
+  if (!ranks.empty()) {  // several hosts
+    out_ << ranks << "\n";
+    if (const std::string warning = keepalive_warning(dp_.comm().timeout_seconds()); !warning.empty())
+      out_ << warning << "\n";
+  }
 }
 
 // The "NAME." prefixes of the model's top-level layers up to and including --freeze-until's.
