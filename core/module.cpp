@@ -53,13 +53,25 @@ Sequential& Sequential::add(std::shared_ptr<Module> layer, std::string name) {
   return *this;
 }
 
+std::optional<Variable> Module::forward_fused(const Variable&, const Module&) { return std::nullopt; }
+
 Variable Sequential::forward(const Variable& input) {
   Variable x = input;
+  bool reusable = false;  // never the Sequential's own input: the caller's
   for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Module& layer = *layers_[i];
+    if (i + 1 < layers_.size()) {
+      if (std::optional<Variable> fused = layer.forward_fused(x, *layers_[i + 1])) {
+        x = std::move(*fused);
+        reusable = layer.output_reusable_in_place();
+        ++i;
+        continue;
+      }
+    }
     // Only the next layer reads a layer's output here, so where nothing else needs it either,
-    // the next layer may take its memory. Never the Sequential's own input: the caller's.
-    const bool reusable = i > 0 && layers_[i - 1]->output_reusable_in_place();
-    x = reusable ? layers_[i]->forward_in_place(x) : layers_[i]->forward(x);
+    // the next layer may take its memory.
+    x = reusable ? layer.forward_in_place(x) : layer.forward(x);
+    reusable = layer.output_reusable_in_place();
   }
   return x;
 }

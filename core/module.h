@@ -2,6 +2,7 @@
 // Modules own parameters (Variables that require grad) and buffers (state that is saved but not
 // trained), and name them hierarchically ("features.0.weight") for checkpoints and logs.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ class Module {
   virtual bool output_reusable_in_place() const { return false; }
   // forward(), allowed to write over `input`'s tensor (ReLU does); the default is forward().
   virtual Variable forward_in_place(const Variable& input) { return forward(input); }
+  // next.forward(forward(input)) in one go, where this layer can run `next` inside its own passes
+  // over memory (batch norm, a ReLU after it); nullopt where it cannot. A Sequential fuses so,
+  // and its layer after the pair may then take the output in place as it could this layer's.
+  virtual std::optional<Variable> forward_fused(const Variable& input, const Module& next);
   Variable operator()(const Variable& input) { return forward(input); }
 
   std::vector<NamedVariable> parameters() const;  // this module's and its children's

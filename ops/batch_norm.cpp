@@ -17,10 +17,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "core/device.h"
 #include "ops/channel_view.h"
 #include "ops/eigen_core.h"
+#include "ops/relu.h"
 
 namespace tunecnn {
 namespace {
@@ -317,6 +320,28 @@ std::vector<double> to_doubles(const Tensor& t) {
   return std::vector<double>(p, p + t.numel());
 }
 
+// A ReLU fused after batch norm (batch_norm_relu): the output clipped to [0, top], top infinite
+// for a plain ReLU. Its backward needs dy where batch norm's own output z = (x - mean) * scale +
+// shift lies inside (0, top). z is recomputed from x, which backward reads anyway, rather than
+// read from y: one tensor less to stream through each backward pass.
+template <class T>
+struct FusedRelu {
+  bool on = false;
+  T top = std::numeric_limits<T>::infinity();
+  Vec<T> scale, shift;  // per channel, those of the forward pass
+};
+
+// The same selects as relu_forward and relu_backward, so results match the two ops and NaN stays
+// visible.
+template <class T, class Z>
+auto clipped(const Z& z, T top) {
+  return (z < T(0)).select(T(0), (z > top).select(top, z));
+}
+template <class T, class G, class Z>
+auto gated(const G& dy, const Z& z, T top) {
+  return (z > T(0) && z < top).select(dy, T(0));
+}
+
 // Per-channel parameters: read per channel by pieces; in the rows shape each task expands its
 // channels' values over their columns, an L1-sized copy (whole rows can be as large as the
 // tensor).
@@ -334,16 +359,21 @@ struct Params {
   }
 };
 
-// out = (in - centre) * scale + shift, per channel.
+// out = (in - centre) * scale + shift, per channel; clipped to [0, top] with `clip`.
 template <class T>
 void channel_affine(const T* in, T* out, const View& v, const Centre<T>& centre,
-                    const Vec<T>& scale, const Vec<T>& shift) {
+                    const Vec<T>& scale, const Vec<T>& shift, bool clip = false,
+                    T top = std::numeric_limits<T>::infinity()) {
   const Params<T> p(v, {centre.hi, centre.lo, scale, shift});
   for_each_unit<T>(
       v,
       [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
-        MutVec<T>(out + offset, len) =
-            ((ConstVec<T>(in + offset, len) - p.at(0, c)) - p.at(1, c)) * p.at(2, c) + p.at(3, c);
+        const ConstVec<T> x(in + offset, len);
+        const auto z = ((x - p.at(0, c)) - p.at(1, c)) * p.at(2, c) + p.at(3, c);
+        if (clip)
+          MutVec<T>(out + offset, len) = clipped(z, top);
+        else
+          MutVec<T>(out + offset, len) = z;
       },
       [&](const RowTask& k) {
         const Vec<T> hi = p.columns(0, k), lo = p.columns(1, k), a = p.columns(2, k),
@@ -351,29 +381,46 @@ void channel_affine(const T* in, T* out, const View& v, const Centre<T>& centre,
         const std::int64_t rows = k.end_row - k.first_row;
         const ConstRows<T> x = rows_of(in, v, k, k.first_row, rows);
         MutRows<T> y = rows_of(out, v, k, k.first_row, rows);
-        for (std::int64_t r = 0; r < rows; ++r) y.col(r) = ((x.col(r) - hi) - lo) * a + b;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          if (clip)
+            y.col(r) = clipped(((x.col(r) - hi) - lo) * a + b, top);
+          else
+            y.col(r) = ((x.col(r) - hi) - lo) * a + b;
+        }
       });
 }
 
-// Per channel: sum dy and sum dy * (x - centre).
+// Per channel: sum dy and sum dy * (x - centre), dy gated by a fused ReLU.
 template <class T>
 std::vector<GradSums> channel_grad_sums(const T* dy, const T* x, const View& v,
-                                        const Centre<T>& centre) {
-  const Params<T> p(v, {centre.hi, centre.lo});
+                                        const Centre<T>& centre, const FusedRelu<T>& relu) {
+  const Params<T> p = relu.on ? Params<T>(v, {centre.hi, centre.lo, relu.scale, relu.shift})
+                              : Params<T>(v, {centre.hi, centre.lo});
   const auto piece = [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
     const ConstVec<T> g(dy + offset, len), a(x + offset, len);
-    return GradSums{g.sum(), (g * ((a - p.at(0, c)) - p.at(1, c))).sum()};
+    if (!relu.on) return GradSums{g.sum(), (g * ((a - p.at(0, c)) - p.at(1, c))).sum()};
+    const Vec<T> xc = (a - p.at(0, c)) - p.at(1, c);
+    const Vec<T> gz = gated(g, xc * p.at(2, c) + p.at(3, c), relu.top);
+    return GradSums{gz.sum(), (gz * xc).sum()};
   };
   const auto task = [&](const RowTask& k, GradSums* out) {
     const Vec<T> hi = p.columns(0, k), lo = p.columns(1, k);
+    const Vec<T> scale = relu.on ? p.columns(2, k) : Vec<T>(), shift = relu.on ? p.columns(3, k) : Vec<T>();
     const std::int64_t columns = hi.size();
-    Vec<T> sdy(columns), sdx(columns);
+    Vec<T> sdy(columns), sdx(columns), xc(columns), gz(columns);
     Eigen::ArrayXd sum_dy = Eigen::ArrayXd::Zero(columns), sum_dx = Eigen::ArrayXd::Zero(columns);
     for_blocks(k, [&](std::int64_t row, std::int64_t rows) {
       const ConstRows<T> g = rows_of(dy, v, k, row, rows), a = rows_of(x, v, k, row, rows);
       sdy.setZero();
       sdx.setZero();
       for (std::int64_t r = 0; r < rows; ++r) {
+        if (relu.on) {
+          xc = (a.col(r) - hi) - lo;
+          gz = gated(g.col(r), xc * scale + shift, relu.top);
+          sdy += gz;
+          sdx += gz * xc;
+          continue;
+        }
         sdy += g.col(r);
         sdx += g.col(r) * ((a.col(r) - hi) - lo);
       }
@@ -387,28 +434,45 @@ std::vector<GradSums> channel_grad_sums(const T* dy, const T* x, const View& v,
   return reduce_channels<T, GradSums>(v, piece, task);
 }
 
-// dx = dy * a + (x - centre) * p + q, per channel: training backward in one pass.
+// dx = dy * a + (x - centre) * p + q, per channel, dy gated by a fused ReLU: training backward
+// in one pass.
 template <class T>
 void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Centre<T>& centre,
-                        const Vec<T>& a, const Vec<T>& p, const Vec<T>& q) {
-  const Params<T> pr(v, {centre.hi, centre.lo, a, p, q});
+                        const Vec<T>& a, const Vec<T>& p, const Vec<T>& q,
+                        const FusedRelu<T>& relu) {
+  const Params<T> pr =
+      relu.on ? Params<T>(v, {centre.hi, centre.lo, a, p, q, relu.scale, relu.shift})
+              : Params<T>(v, {centre.hi, centre.lo, a, p, q});
   for_each_unit<T>(
       v,
       [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
-        const ConstVec<T> xc(x + offset, len);
-        MutVec<T>(dx + offset, len) = ConstVec<T>(dy + offset, len) * pr.at(2, c) +
-                                      ((xc - pr.at(0, c)) - pr.at(1, c)) * pr.at(3, c) +
-                                      pr.at(4, c);
+        const ConstVec<T> g(dy + offset, len), xin(x + offset, len);
+        const auto xc = (xin - pr.at(0, c)) - pr.at(1, c);
+        if (relu.on)
+          MutVec<T>(dx + offset, len) =
+              gated(g, xc * pr.at(5, c) + pr.at(6, c), relu.top) * pr.at(2, c) +
+              xc * pr.at(3, c) + pr.at(4, c);
+        else
+          MutVec<T>(dx + offset, len) = g * pr.at(2, c) + xc * pr.at(3, c) + pr.at(4, c);
       },
       [&](const RowTask& k) {
         const Vec<T> hi = pr.columns(0, k), lo = pr.columns(1, k), ca = pr.columns(2, k),
                      cp = pr.columns(3, k), cq = pr.columns(4, k);
+        const Vec<T> scale = relu.on ? pr.columns(5, k) : Vec<T>(),
+                     shift = relu.on ? pr.columns(6, k) : Vec<T>();
         const std::int64_t rows = k.end_row - k.first_row;
         const ConstRows<T> g = rows_of(dy, v, k, k.first_row, rows),
                            xr = rows_of(x, v, k, k.first_row, rows);
         MutRows<T> d = rows_of(dx, v, k, k.first_row, rows);
-        for (std::int64_t r = 0; r < rows; ++r)
-          d.col(r) = g.col(r) * ca + ((xr.col(r) - hi) - lo) * cp + cq;
+        Vec<T> xc(hi.size());
+        for (std::int64_t r = 0; r < rows; ++r) {
+          if (!relu.on) {
+            d.col(r) = g.col(r) * ca + ((xr.col(r) - hi) - lo) * cp + cq;
+            continue;
+          }
+          xc = (xr.col(r) - hi) - lo;
+          d.col(r) = gated(g.col(r), xc * scale + shift, relu.top) * ca + xc * cp + cq;
+        }
       });
 }
 
@@ -429,11 +493,15 @@ void check_inputs(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
   check_channel_tensor(var, "running_var", x);
 }
 
-// What backward needs besides the inputs: per channel the centre and 1/std of the forward pass.
+// What backward needs besides the inputs: per channel the centre and 1/std of the forward pass;
+// with a fused ReLU, its cap and the forward's shift (beta, which an optimizer step inside
+// backward may change before this backward runs).
 struct SavedStats {
   std::vector<double> mean, invstd;
   double count;  // values per channel
   bool training;
+  std::optional<double> relu_cap;
+  std::vector<double> shift;
 };
 
 template <class T>
@@ -447,8 +515,12 @@ void batch_norm_backward(std::vector<Variable>& in, const Tensor& dy, const Save
   const std::vector<double> gamma = to_doubles<T>(in[1].data());
   const Centre<T> centre(s.mean);
   const std::size_t channels = gamma.size();
+  std::vector<double> a(channels);
+  for (std::size_t c = 0; c < channels; ++c) a[c] = gamma[c] * s.invstd[c];
+  FusedRelu<T> relu;
+  if (s.relu_cap) relu = {true, static_cast<T>(*s.relu_cap), to_vec<T>(a), to_vec<T>(s.shift)};
   std::vector<GradSums> sums;
-  if (s.training || need_params) sums = channel_grad_sums(dy.data<T>(), x.data<T>(), v, centre);
+  if (s.training || need_params) sums = channel_grad_sums(dy.data<T>(), x.data<T>(), v, centre, relu);
   if (need_params) {
     Tensor dgamma = Tensor::empty({static_cast<std::int64_t>(channels)}, x.dtype());
     Tensor dbeta = Tensor::empty_like(dgamma);
@@ -461,9 +533,12 @@ void batch_norm_backward(std::vector<Variable>& in, const Tensor& dy, const Save
   }
   if (!need_x) return;
   Tensor dx = Tensor::empty_like(x);
-  std::vector<double> a(channels);
-  for (std::size_t c = 0; c < channels; ++c) a[c] = gamma[c] * s.invstd[c];
-  if (!s.training) {
+  if (!s.training && relu.on) {
+    // dx = gated dy * gamma / std.
+    const Vec<T> zero = Vec<T>::Zero(channels);
+    channel_grad_input(dy.data<T>(), x.data<T>(), dx.data<T>(), v, centre, to_vec<T>(a), zero,
+                       zero, relu);
+  } else if (!s.training) {
     // The statistics are constants: dx = dy * gamma / std.
     const Centre<T> none(std::vector<double>(channels, 0.0));
     channel_affine(dy.data<T>(), dx.data<T>(), v, none, to_vec<T>(a),
@@ -476,7 +551,7 @@ void batch_norm_backward(std::vector<Variable>& in, const Tensor& dy, const Save
       q[c] = -a[c] * sums[c].dy / s.count;
     }
     channel_grad_input(dy.data<T>(), x.data<T>(), dx.data<T>(), v, centre, to_vec<T>(a),
-                       to_vec<T>(p), to_vec<T>(q));
+                       to_vec<T>(p), to_vec<T>(q), relu);
   }
   in[0].add_grad(dx);
 }
@@ -491,9 +566,34 @@ void check_options(const BatchNormOptions& options) {
 
 }  // namespace
 
+namespace {
+
+Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Variable& beta,
+                           Tensor& running_mean, Tensor& running_var, bool training,
+                           const BatchNormOptions& options, std::optional<double> relu_cap);
+
+}  // namespace
+
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
                     const BatchNormOptions& options) {
+  return batch_norm_and_relu(x, gamma, beta, running_mean, running_var, training, options, std::nullopt);
+}
+
+Variable batch_norm_relu(const Variable& x, const Variable& gamma, const Variable& beta,
+                         Tensor& running_mean, Tensor& running_var, bool training,
+                         const BatchNormOptions& options, double cap) {
+  TUNECNN_CHECK(cap > 0, "batch_norm_relu: the cap must be positive, got ", cap);
+  if (x.data().device() != Device::cpu)
+    return relu(batch_norm(x, gamma, beta, running_mean, running_var, training, options), cap);
+  return batch_norm_and_relu(x, gamma, beta, running_mean, running_var, training, options, cap);
+}
+
+namespace {
+
+Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Variable& beta,
+                           Tensor& running_mean, Tensor& running_var, bool training,
+                           const BatchNormOptions& options, std::optional<double> relu_cap) {
   const Tensor& input = x.data();
   check_inputs(input, gamma.data(), beta.data(), running_mean, running_var);
   check_options(options);
@@ -505,7 +605,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                                           options));
   const std::size_t channels = static_cast<std::size_t>(v.channels);
   SavedStats saved{std::vector<double>(channels), std::vector<double>(channels),
-                   static_cast<double>(v.per_channel()), training};
+                   static_cast<double>(v.per_channel()), training, relu_cap, {}};
   Tensor y = Tensor::empty_like(input);
   dispatch_dtype(input.dtype(), [&]<class T>() {
     if (training) {
@@ -528,14 +628,18 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
     }
     std::vector<double> scale = to_doubles<T>(gamma.data());
     for (std::size_t c = 0; c < channels; ++c) scale[c] *= saved.invstd[c];
+    if (relu_cap) saved.shift = to_doubles<T>(beta.data());
     channel_affine(input.data<T>(), y.data<T>(), v, Centre<T>(saved.mean), to_vec<T>(scale),
-                   to_vec<T>(to_doubles<T>(beta.data())));
+                   to_vec<T>(to_doubles<T>(beta.data())), relu_cap.has_value(),
+                   static_cast<T>(relu_cap.value_or(kNoCap)));
   });
   auto backward = [saved = std::move(saved)](std::vector<Variable>& in, const Tensor& dy) {
     dispatch_dtype(dy.dtype(), [&]<class T>() { batch_norm_backward<T>(in, dy, saved); });
   };
   return Variable(std::move(y), {x, gamma, beta}, backward);
 }
+
+}  // namespace
 
 BatchNorm2d::BatchNorm2d(int channels, BatchNormOptions options)
     : channels_(channels), options_(options) {
@@ -549,11 +653,22 @@ BatchNorm2d::BatchNorm2d(int channels, BatchNormOptions options)
   register_buffer("running_var", running_var_);
 }
 
-Variable BatchNorm2d::forward(const Variable& input) {
-  const Tensor& x = input.data();
+void BatchNorm2d::check_input(const Tensor& x) const {
   TUNECNN_CHECK(x.ndim() == 4 && x.dim(1) == channels_, describe(), " expects a 4-D input [N, ",
                 channels_, ", H, W], got ", x.describe());
+}
+
+Variable BatchNorm2d::forward(const Variable& input) {
+  check_input(input.data());
   return batch_norm(input, gamma_, beta_, running_mean_, running_var_, is_training(), options_);
+}
+
+std::optional<Variable> BatchNorm2d::forward_fused(const Variable& input, const Module& next) {
+  const auto* relu = dynamic_cast<const ReLU*>(&next);
+  if (relu == nullptr) return std::nullopt;
+  check_input(input.data());
+  return batch_norm_relu(input, gamma_, beta_, running_mean_, running_var_, is_training(), options_,
+                         relu->cap());
 }
 
 std::string BatchNorm2d::describe() const {

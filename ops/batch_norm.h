@@ -3,6 +3,7 @@
 // any of the three memory orders: a channel's values are read where the layout puts them, so the
 // layer never converts its input. Training mode normalises with the batch's statistics and
 // updates the running ones; evaluation mode normalises with the running statistics.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,15 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                     Tensor& running_mean, Tensor& running_var, bool training,
                     const BatchNormOptions& options = {});
 
+// relu(batch_norm(...), cap) in batch norm's own passes over memory: forward writes the clipped
+// output once, backward gates dy inside batch norm's two passes, recomputing batch norm's output
+// from x (which it reads anyway) to know where the ReLU passed it. One pass fewer each way than
+// the two ops, and no ReLU backward tensor. The output is the two ops' (the same selects); the
+// gradients match up to rounding. On the GPU it is the two ops. Throws Error for a cap <= 0.
+Variable batch_norm_relu(const Variable& x, const Variable& gamma, const Variable& beta,
+                         Tensor& running_mean, Tensor& running_var, bool training,
+                         const BatchNormOptions& options, double cap);
+
 namespace cuda {  // the GPU version (ops/batch_norm.cu); callers use batch_norm()
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
@@ -41,10 +51,14 @@ class BatchNorm2d : public Module {
   std::vector<Layout> input_layouts(const Shape&) const override {
     return {Layout::NCHW, Layout::CHWN, Layout::NHWC};
   }
+  // A ReLU (or ReLU6) after this layer runs inside its passes (batch_norm_relu).
+  std::optional<Variable> forward_fused(const Variable& input, const Module& next) override;
   std::string describe() const override;  // "BatchNorm2d(64)"
   const BatchNormOptions& options() const { return options_; }
 
  private:
+  void check_input(const Tensor& x) const;
+
   int channels_;
   BatchNormOptions options_;
   Variable gamma_, beta_;           // parameters "weight" (ones) and "bias" (zeros)

@@ -2,13 +2,16 @@
 // the running statistics, evaluation mode, the module's state names and a large-mean input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/threading.h"
 #include "ops/batch_norm.h"
 #include "ops/layout/reference.h"
+#include "ops/relu.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -225,6 +228,63 @@ TEST(BatchNorm, EvalModeUsesRunningStatsAndChangesNoBuffer) {
     EXPECT_EQ(values(buffers[0].second), mean);
     EXPECT_EQ(values(buffers[1].second), var);
   }
+}
+
+// batch_norm_relu against batch_norm then relu: the same output and running statistics, the same
+// gradients up to rounding, with outputs on both sides of 0 and of the cap of 6.
+TEST(BatchNormRelu, MatchesBatchNormThenReluInEveryLayoutModeAndDtype) {
+  for (const Shape& shape : kShapes)
+    for (DType dtype : {DType::f32, DType::f64})
+      for (bool training : {true, false})
+        for (double cap : {6.0, kNoCap})
+          for (Layout layout : kLayouts) {
+            Rng rng(7);
+            const std::int64_t c = shape[1];
+            const Tensor x = convert_layout_reference(random_tensor(shape, rng, dtype, -2.0, 3.0), layout);
+            const Tensor gamma = random_tensor({c}, rng, dtype, 1.0, 4.0);
+            const Tensor beta = random_tensor({c}, rng, dtype, 0.0, 4.0);
+            const Tensor probe = convert_layout_reference(random_tensor(shape, rng, dtype), layout);
+            const Tensor mean = random_tensor({c}, rng, dtype), var = random_tensor({c}, rng, dtype, 0.5, 2.0);
+            const auto step = [&](bool fused) {
+              Step s{{}, {}, {}, {}, mean.clone(), var.clone()};
+              Variable in(x.clone(), true), g(gamma.clone(), true), b(beta.clone(), true);
+              Variable y = fused ? batch_norm_relu(in, g, b, s.running_mean, s.running_var, training, {}, cap)
+                                 : relu(batch_norm(in, g, b, s.running_mean, s.running_var, training), cap);
+              y.backward(probe);
+              return Step{y.data(), in.grad(), g.grad(), b.grad(), s.running_mean, s.running_var};
+            };
+            const Step two_ops = step(false), fused = step(true);
+            const std::string what = shape_str(shape) + " " + std::string(to_string(layout)) + " " +
+                                     std::string(to_string(dtype)) + (training ? " training" : " eval") + " cap " +
+                                     std::to_string(cap);
+            EXPECT_EQ(fused.y.layout(), layout) << what;
+            EXPECT_EQ(values(fused.y), values(two_ops.y)) << what;
+            EXPECT_EQ(values(fused.running_mean), values(two_ops.running_mean)) << what;
+            EXPECT_EQ(values(fused.running_var), values(two_ops.running_var)) << what;
+            const double tol = tolerance(dtype);
+            expect_near(values(fused.dx), values(two_ops.dx), tol, what + " dx");
+            expect_near(values(fused.dgamma), values(two_ops.dgamma), tol, what + " dgamma");
+            expect_near(values(fused.dbeta), values(two_ops.dbeta), tol, what + " dbeta");
+            const std::vector<double> y = values(fused.y);
+            if (cap == 6.0 && training && x.numel() > 1000) {
+              EXPECT_GT(std::count(y.begin(), y.end(), 0.0), 0) << what;
+              EXPECT_GT(std::count(y.begin(), y.end(), 6.0), 0) << what;
+            }
+          }
+}
+
+TEST(BatchNormRelu, ABatchNormLayerFusesTheReluAfterItAndNothingElse) {
+  BatchNorm2d bn(3);
+  Rng rng(8);
+  const Variable x(random_tensor({2, 3, 4, 4}, rng, DType::f32, -2.0, 3.0));
+  const std::optional<Variable> fused = bn.forward_fused(x, ReLU6());
+  ASSERT_TRUE(fused.has_value());
+  BatchNorm2d twin(3);
+  EXPECT_EQ(values(fused->data()), values(relu(twin.forward(x), 6.0).data()));
+  EXPECT_FALSE(bn.forward_fused(x, BatchNorm2d(3)).has_value());
+  EXPECT_THROW(batch_norm_relu(x, bn.parameters()[0].second, bn.parameters()[1].second,
+                               bn.buffers()[0].second, bn.buffers()[1].second, true, {}, 0.0),
+               Error);
 }
 
 TEST(BatchNorm, ModuleNamesItsParametersAndBuffers) {

@@ -60,7 +60,9 @@ TEST(BenchDepthwise, QuickRunPrintsTheLayerTableAndEveryVariantsSplit) {
   EXPECT_EQ(variants.front(), "tuned");
   for (const char* forced : {"channel_by_channel", "depthwise_direct", "diagonal"})
     EXPECT_NE(std::find(variants.begin(), variants.end(), forced), variants.end()) << forced;
-  for (const char* kind : {"depthwise", "pointwise", "batchnorm", "relu", "conv", "linear", "update"})
+  // MobileNet's ReLU6 runs inside the BatchNorm before it.
+  EXPECT_EQ(out.find("  relu "), std::string::npos) << out;
+  for (const char* kind : {"depthwise", "pointwise", "batchnorm+relu", "conv", "linear", "update"})
     EXPECT_NE(out.find("  " + std::string(kind) + " "), std::string::npos) << kind;
 }
 
@@ -122,9 +124,12 @@ TEST(LayerSplit, AccountsEveryLayerOfAChainAndNoMoreThanTheStep) {
   EXPECT_EQ(updates, 2);
   EXPECT_EQ(split.steps(), 2);
   for (const SplitLayer& layer : split.layers()) {
-    EXPECT_GT(layer.forward_s, 0) << layer.name;
-    EXPECT_GT(layer.backward_s, 0) << layer.name;  // every layer lies after trainable conv0
+    // Every layer lies after trainable conv0; a ReLU after a BatchNorm runs inside it.
+    EXPECT_EQ(layer.fused, layer.kind == "relu") << layer.name;
+    EXPECT_EQ(layer.forward_s > 0, !layer.fused) << layer.name;
+    EXPECT_EQ(layer.backward_s > 0, !layer.fused) << layer.name;
   }
+  EXPECT_EQ(split.layers()[1].kind, "batchnorm+relu");
   EXPECT_GT(split.loss_s(), 0);
   EXPECT_LE(split.total_s(), wall);
   double by_kind = 0;

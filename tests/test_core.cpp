@@ -256,6 +256,40 @@ class Affine : public Module {
   Variable w_;
 };
 
+// Adds one; fuses with an AddOne after it into a single op that adds two.
+class AddOne : public Module {
+ public:
+  int forwards = 0, fused = 0;
+  Variable forward(const Variable& x) override {
+    ++forwards;
+    return Variable(add_scalar(x.data(), 1.0));
+  }
+  std::optional<Variable> forward_fused(const Variable& x, const Module& next) override {
+    if (dynamic_cast<const AddOne*>(&next) == nullptr) return std::nullopt;
+    ++fused;
+    return Variable(add_scalar(x.data(), 2.0));
+  }
+  std::string describe() const override { return "AddOne"; }
+
+ private:
+  static Tensor add_scalar(const Tensor& x, double c) {
+    Tensor y = x.clone();
+    for (std::int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] += static_cast<float>(c);
+    return y;
+  }
+};
+
+TEST(Sequential, RunsALayerThatFusesTheNextOneAsOnePairAndTheRestAlone) {
+  auto a = std::make_shared<AddOne>(), b = std::make_shared<AddOne>(), c = std::make_shared<AddOne>();
+  Sequential net;
+  net.add(a).add(b).add(c).add(std::make_shared<Affine>());
+  const Variable y = net.forward(Variable(Tensor::zeros({2})));
+  EXPECT_EQ(y.data().data<float>()[0], 3.0f);
+  EXPECT_EQ(a->fused, 1);  // a and b as one
+  EXPECT_EQ(a->forwards + b->forwards + b->fused, 0);
+  EXPECT_EQ(c->forwards, 1);  // the next is no AddOne
+}
+
 TEST(Module, HierarchicalNamesAndModes) {
   Sequential net;
   net.add(std::make_shared<Affine>(), "first").add(std::make_shared<Affine>());

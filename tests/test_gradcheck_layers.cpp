@@ -114,6 +114,29 @@ TEST(Gradcheck, BatchNormTrainingInEveryLayout) {
     }
 }
 
+// Outputs on both sides of 0 and of 6 (gamma 2-4, beta 1-3): the gate recomputed from x in
+// backward must match where the forward clipped.
+TEST(Gradcheck, BatchNormRelu6FusedInEveryLayoutAndMode) {
+  for (const Shape& shape : {Shape{2, 3, 3, 2}, Shape{8, 2, 1, 2}})
+    for (bool training : {true, false})
+      for (Layout layout : kLayouts) {
+        Rng rng(23);
+        const std::int64_t c = shape[1];
+        const Tensor mean = random_tensor({c}, rng, DType::f64);
+        const Tensor var = random_tensor({c}, rng, DType::f64, 0.5, 2.0);
+        const auto fn = [=](const std::vector<Variable>& in) {
+          return in_layout(in[0], layout, [&](const Variable& x) {
+            Tensor m = mean.clone(), v = var.clone();
+            return batch_norm_relu(x, in[1], in[2], m, v, training, {}, 6.0);
+          });
+        };
+        EXPECT_TRUE(gradcheck(
+            fn, {random_tensor(shape, rng, DType::f64, -1.0, 2.0),
+                 random_tensor({c}, rng, DType::f64, 2.0, 4.0), random_tensor({c}, rng, DType::f64, 1.0, 3.0)}))
+            << shape_str(shape) << " " << to_string(layout) << (training ? " training" : " eval");
+      }
+}
+
 TEST(Gradcheck, BatchNormEvalInEveryLayout) {
   for (Layout layout : kLayouts) {
     Rng rng(22);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "ops/batch_norm.h"
@@ -60,9 +61,21 @@ LayerSplit::LayerSplit(Module& model) {
 void LayerSplit::step(const Variable& input, const std::function<Variable(const Variable&)>& loss,
                       const std::function<void()>& update) {
   std::vector<double> reached(layers_.size(), 0);
+  std::vector<std::size_t> fused;  // layers run inside the one before them, as Sequential does
   Variable x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const double start = now_s();
+    std::optional<Variable> pair;
+    if (i + 1 < layers_.size()) pair = layers_[i].module->forward_fused(x, *layers_[i + 1].module);
+    if (pair) {
+      // The pair's time goes to its first layer; the mark after it stands after both.
+      layers_[i].kind = layer_kind(*layers_[i].module) + "+" + layer_kind(*layers_[i + 1].module);
+      x = mark(*pair, &reached[++i]);
+      layers_[i].fused = true;
+      fused.push_back(i);
+      layers_[i - 1].forward_s += now_s() - start;
+      continue;
+    }
     x = mark(layers_[i].module->forward(x), &reached[i]);
     layers_[i].forward_s += now_s() - start;
   }
@@ -72,6 +85,7 @@ void LayerSplit::step(const Variable& input, const std::function<Variable(const 
   start = now_s();
   value.backward();
   const double end = now_s();
+  for (std::size_t i : fused) reached[i - 1] = reached[i];  // no time of their own
   // Layer i's backward ran from the mark after it (reached[i]) to the mark after layer i - 1;
   // the first layer's ends with backward() itself, and the loss's runs until the last mark.
   // A layer whose output needs no gradient (nothing trainable before it) has no backward.
@@ -95,6 +109,7 @@ double LayerSplit::total_s() const {
 std::vector<std::pair<std::string, double>> seconds_by_kind(const LayerSplit& split) {
   std::vector<std::pair<std::string, double>> kinds;
   for (const SplitLayer& layer : split.layers()) {
+    if (layer.fused) continue;
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == layer.kind; });
     if (it == kinds.end()) it = kinds.insert(kinds.end(), {layer.kind, 0.0});
     it->second += layer.forward_s + layer.backward_s;

@@ -13,9 +13,10 @@ namespace tunecnn {
 
 // One leaf layer of a chain of Sequentials, in forward order.
 struct SplitLayer {
-  std::string name, kind;  // kind from layer_kind()
+  std::string name, kind;  // kind from layer_kind(); "batchnorm+relu" for a fused pair's first
   Module* module = nullptr;
   double forward_s = 0, backward_s = 0;  // summed over the timed steps
+  bool fused = false;  // ran inside the layer before it (Module::forward_fused), no time of its own
 };
 
 // "conv", "depthwise" (groups == channels), "pointwise" (1x1), "batchnorm", "relu", "pool",
