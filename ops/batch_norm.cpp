@@ -24,6 +24,7 @@
 #include "ops/channel_view.h"
 #include "ops/eigen_core.h"
 #include "ops/relu.h"
+#include "ops/relu_functors.h"
 
 namespace tunecnn {
 namespace {
@@ -331,15 +332,15 @@ struct FusedRelu {
   Vec<T> scale, shift;  // per channel, those of the forward pass
 };
 
-// The same selects as relu_forward and relu_backward, so results match the two ops and NaN stays
-// visible.
+// The same rules as relu_forward and relu_backward, vectorised (ops/relu_functors.h), so the
+// results match the two ops.
 template <class T, class Z>
 auto clipped(const Z& z, T top) {
-  return (z < T(0)).select(T(0), (z > top).select(top, z));
+  return z.unaryExpr(ReluClip<T>{top});
 }
 template <class T, class G, class Z>
 auto gated(const G& dy, const Z& z, T top) {
-  return (z > T(0) && z < top).select(dy, T(0));
+  return dy.binaryExpr(z, ReluGate<T>{top});
 }
 
 // Per-channel parameters: read per channel by pieces; in the rows shape each task expands its
@@ -398,9 +399,10 @@ std::vector<GradSums> channel_grad_sums(const T* dy, const T* x, const View& v,
                               : Params<T>(v, {centre.hi, centre.lo});
   const auto piece = [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
     const ConstVec<T> g(dy + offset, len), a(x + offset, len);
-    if (!relu.on) return GradSums{g.sum(), (g * ((a - p.at(0, c)) - p.at(1, c))).sum()};
-    const Vec<T> xc = (a - p.at(0, c)) - p.at(1, c);
-    const Vec<T> gz = gated(g, xc * p.at(2, c) + p.at(3, c), relu.top);
+    const auto xc = (a - p.at(0, c)) - p.at(1, c);
+    if (!relu.on) return GradSums{g.sum(), (g * xc).sum()};
+    // A piece is L1-sized: recomputing the gate for the second sum is cheaper than storing it.
+    const auto gz = gated(g, xc * p.at(2, c) + p.at(3, c), relu.top);
     return GradSums{gz.sum(), (gz * xc).sum()};
   };
   const auto task = [&](const RowTask& k, GradSums* out) {

@@ -9,9 +9,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-#include <Eigen/Core>
-
 #include "core/device.h"
+#include "ops/relu_functors.h"
 
 namespace tunecnn {
 namespace {
@@ -46,13 +45,7 @@ void relu_forward(const Tensor& x, Tensor& y, double cap) {
     T* py = y.data<T>();
     const T top = static_cast<T>(cap);
     for_chunks(x.numel(), [&](std::int64_t begin, std::int64_t len) {
-      const ConstArray<T> in(px + begin, len);
-      // Selects rather than max()/min(): they keep NaN visible, so a diverging run is not masked.
-      if (cap == kNoCap) {
-        MutArray<T>(py + begin, len) = (in < T(0)).select(T(0), in);
-      } else {
-        MutArray<T>(py + begin, len) = (in < T(0)).select(T(0), (in > top).select(top, in));
-      }
+      MutArray<T>(py + begin, len) = ConstArray<T>(px + begin, len).unaryExpr(ReluClip<T>{top});
     });
   });
 }
@@ -68,13 +61,8 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap) {
     T* pdx = dx.data<T>();
     const T top = static_cast<T>(cap);
     for_chunks(y.numel(), [&](std::int64_t begin, std::int64_t len) {
-      const ConstArray<T> out(py + begin, len);
-      const ConstArray<T> grad(pdy + begin, len);
-      if (cap == kNoCap) {
-        MutArray<T>(pdx + begin, len) = (out > T(0)).select(grad, T(0));
-      } else {
-        MutArray<T>(pdx + begin, len) = (out > T(0) && out < top).select(grad, T(0));
-      }
+      MutArray<T>(pdx + begin, len) =
+          ConstArray<T>(pdy + begin, len).binaryExpr(ConstArray<T>(py + begin, len), ReluGate<T>{top});
     });
   });
 }

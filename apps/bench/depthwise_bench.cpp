@@ -214,7 +214,7 @@ void print_split(const ModelSplitOptions& o, const std::vector<SplitVariant>& va
     std::printf("%s: step %.1f ms median, %.1f images/s; depthwise %s\n", v.name.c_str(), step_ms,
                 o.batch / median_of(v.step_s), v.depthwise_plans.c_str());
     for (const auto& [kind, s] : v.kind_s) {
-      std::printf("  %-12s %9.2f %5.1f%%\n", kind.c_str(), s * 1e3, 100 * s / total);
+      std::printf("  %-15s %9.2f %5.1f%%\n", kind.c_str(), s * 1e3, 100 * s / total);
       if (kind == "depthwise") depthwise = s;
     }
     std::printf("  %-12s %9.2f %5.1f%%\n  %-12s %9.2f %5.1f%%\n", "loss", v.loss_s * 1e3, 100 * v.loss_s / total,
