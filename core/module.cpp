@@ -70,7 +70,11 @@ Variable Sequential::forward(const Variable& input) {
     }
     // Only the next layer reads a layer's output here, so where nothing else needs it either,
     // the next layer may take its memory.
-    x = reusable ? layer.forward_in_place(x) : layer.forward(x);
+    Variable out = reusable ? layer.forward_in_place(x) : layer.forward(x);
+    // A recomputable activation made here, which this layer read and did not write over: its
+    // backward, the only later reader, rebuilds it (Variable::set_recompute).
+    if (i > 0 && x.recomputable() && !out.data().shares_storage(x.data())) x.release_data();
+    x = std::move(out);
     reusable = layer.output_reusable_in_place();
   }
   return x;

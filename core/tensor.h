@@ -54,6 +54,9 @@ class Tensor {
   void copy_from(const Tensor& src);  // same numel and dtype; any devices
   void fill(double value);
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
+  // Lets go of the storage and keeps shape, dtype and layout: defined() turns false, numel() and
+  // describe() still say what it was (Variable::release_data).
+  void release_storage() { storage_.reset(); }
   std::string describe() const;       // "f32[64, 16, 28, 28] NCHW cpu"
 
  private:

@@ -8,9 +8,12 @@
 namespace tunecnn {
 namespace {
 thread_local bool g_grad_enabled = true;
+bool g_recompute_activations = false;
 }
 
 bool grad_enabled() { return g_grad_enabled; }
+bool recompute_activations() { return g_recompute_activations; }
+void set_recompute_activations(bool on) { g_recompute_activations = on; }
 
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
@@ -29,14 +32,37 @@ Variable::Variable(Tensor data, std::vector<Variable> inputs, BackwardFn backwar
   node_->backward = std::move(backward);
 }
 
+namespace {
+
+// A released activation, rebuilt where it is first read again: counted as an activation, also
+// inside backward.
+void rebuild_if_released(Tensor& data, const std::function<Tensor()>& recompute) {
+  if (data.defined() || !recompute) return;
+  const MemoryUseScope counted_as(MemoryUse::activations);
+  data = recompute();
+}
+
+}  // namespace
+
 const Tensor& Variable::data() const {
   TUNECNN_CHECK(node_, "use of an undefined Variable");
+  rebuild_if_released(node_->data, node_->recompute);
   return node_->data;
 }
 
 Tensor& Variable::data() {
   TUNECNN_CHECK(node_, "use of an undefined Variable");
+  rebuild_if_released(node_->data, node_->recompute);
   return node_->data;
+}
+
+void Variable::set_recompute(std::function<Tensor()> recompute) {
+  TUNECNN_CHECK(node_, "use of an undefined Variable");
+  node_->recompute = std::move(recompute);
+}
+
+void Variable::release_data() {
+  if (recomputable()) node_->data.release_storage();
 }
 
 const Tensor& Variable::grad() const {
@@ -109,6 +135,7 @@ void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready) {
     // Free the graph as we go: a second backward() through it is an error, not a silent reuse.
     node->backward = nullptr;
     node->inputs.clear();
+    node->recompute = nullptr;  // it holds the op's input
     if (node != node_) node->grad = Tensor();
   }
 }

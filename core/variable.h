@@ -41,6 +41,16 @@ class Variable {
   void backward(const GradReadyFn& on_grad_ready);
   void backward(const Tensor& grad, const GradReadyFn& on_grad_ready);
 
+  // Recomputable activations (issue 29): `recompute` rebuilds this Variable's data from what its
+  // op keeps for its own backward anyway (batch norm + ReLU from its input), so that a Sequential
+  // may release the data once the next layer has read it. data() rebuilds it on first use, which
+  // is the backward of that next layer; the op's own backward must not read it.
+  void set_recompute(std::function<Tensor()> recompute);
+  bool recomputable() const { return node_ && node_->recompute != nullptr; }
+  // Lets go of the data's storage when it is recomputable (shape, dtype and layout stay);
+  // otherwise does nothing.
+  void release_data();
+
   // The same for every copy of this Variable, distinct between Variables: a key for maps.
   const void* id() const { return node_.get(); }
 
@@ -53,6 +63,7 @@ class Variable {
     bool requires_grad = false;
     std::vector<Variable> inputs;
     BackwardFn backward;
+    std::function<Tensor()> recompute;  // see set_recompute
   };
   std::shared_ptr<Node> node_;
 
@@ -61,6 +72,13 @@ class Variable {
 };
 
 bool grad_enabled();
+
+// Whether ops whose output is cheap to rebuild from what they keep anyway mark it recomputable
+// (Variable::set_recompute), for a Sequential to release it between forward and backward. Off by
+// default: it trades a pass over the activation in backward for its memory. Set once per run
+// (train --recompute-activations).
+bool recompute_activations();
+void set_recompute_activations(bool on);
 
 // While alive, ops record no graph (evaluation, optimizer updates).
 class NoGradGuard {

@@ -478,6 +478,22 @@ void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Cen
       });
 }
 
+// Batch norm's output (+ ReLU) from its input and the forward's per-channel values: the forward
+// pass, and the rebuild of a released output (Variable::set_recompute).
+struct ChannelAffine {
+  std::vector<double> mean, scale, shift;
+  std::optional<double> relu_cap;
+};
+
+Tensor normalise(const Tensor& input, const ChannelAffine& a) {
+  Tensor y = Tensor::empty_like(input);
+  dispatch_dtype(input.dtype(), [&]<class T>() {
+    channel_affine(input.data<T>(), y.data<T>(), view_of(input), Centre<T>(a.mean), to_vec<T>(a.scale),
+                   to_vec<T>(a.shift), a.relu_cap.has_value(), static_cast<T>(a.relu_cap.value_or(kNoCap)));
+  });
+  return y;
+}
+
 void check_channel_tensor(const Tensor& t, const char* what, const Tensor& x) {
   TUNECNN_CHECK(t.defined(), "batch_norm: ", what, " is undefined");
   TUNECNN_CHECK(t.ndim() == 1 && t.dim(0) == x.dim(1) && t.dtype() == x.dtype(),
@@ -608,7 +624,7 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
   const std::size_t channels = static_cast<std::size_t>(v.channels);
   SavedStats saved{std::vector<double>(channels), std::vector<double>(channels),
                    static_cast<double>(v.per_channel()), training, relu_cap, {}};
-  Tensor y = Tensor::empty_like(input);
+  ChannelAffine affine{{}, {}, {}, relu_cap};
   dispatch_dtype(input.dtype(), [&]<class T>() {
     if (training) {
       const std::vector<Moments> m = channel_moments(input.data<T>(), v);
@@ -628,17 +644,20 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
       for (std::size_t c = 0; c < channels; ++c)
         saved.invstd[c] = 1.0 / std::sqrt(var[c] + options.eps);
     }
-    std::vector<double> scale = to_doubles<T>(gamma.data());
-    for (std::size_t c = 0; c < channels; ++c) scale[c] *= saved.invstd[c];
-    if (relu_cap) saved.shift = to_doubles<T>(beta.data());
-    channel_affine(input.data<T>(), y.data<T>(), v, Centre<T>(saved.mean), to_vec<T>(scale),
-                   to_vec<T>(to_doubles<T>(beta.data())), relu_cap.has_value(),
-                   static_cast<T>(relu_cap.value_or(kNoCap)));
+    affine.scale = to_doubles<T>(gamma.data());
+    for (std::size_t c = 0; c < channels; ++c) affine.scale[c] *= saved.invstd[c];
+    affine.shift = to_doubles<T>(beta.data());
   });
+  affine.mean = saved.mean;
+  if (relu_cap) saved.shift = affine.shift;
   auto backward = [saved = std::move(saved)](std::vector<Variable>& in, const Tensor& dy) {
     dispatch_dtype(dy.dtype(), [&]<class T>() { batch_norm_backward<T>(in, dy, saved); });
   };
-  return Variable(std::move(y), {x, gamma, beta}, backward);
+  Variable out(normalise(input, affine), {x, gamma, beta}, backward);
+  // Rebuilt from the input backward keeps anyway: one pass, bitwise the same values.
+  if (recompute_activations() && out.requires_grad())
+    out.set_recompute([input, affine = std::move(affine)] { return normalise(input, affine); });
+  return out;
 }
 
 }  // namespace

@@ -226,6 +226,23 @@ TEST(Allocator, CachePolicyNamesParseAndABadOneSaysWhatIsAllowed) {
   }
 }
 
+TEST(Autograd, AReleasedRecomputableActivationIsRebuiltWhereItIsReadAgain) {
+  Variable kept(Tensor::from_vector(std::vector<double>{1, 2, 3}, {3}));
+  kept.release_data();  // not recomputable: nothing happens
+  EXPECT_TRUE(kept.data().defined());
+  int rebuilds = 0;
+  Variable y(Tensor::from_vector(std::vector<double>{4, 5, 6}, {3}));
+  y.set_recompute([&] {
+    ++rebuilds;
+    return Tensor::from_vector(std::vector<double>{4, 5, 6}, {3});
+  });
+  y.release_data();
+  EXPECT_EQ(rebuilds, 0);
+  EXPECT_EQ(y.shape(), (Shape{3}));  // read through data(): rebuilt once, then kept
+  EXPECT_EQ(y.data().data<double>()[2], 6.0);
+  EXPECT_EQ(rebuilds, 1);
+}
+
 TEST(Autograd, SharedInputAccumulatesAndNoGradRecordsNothing) {
   // y = x * x elementwise through a hand-written op; dy/dx = 2x, and x is used twice.
   auto square = [](const Variable& x) {

@@ -49,6 +49,7 @@ CommandLine memory_command_line() {
   cli.option("batch-size", "64", "examples per step");
   cli.option("threads", "2", "CPU threads (PyTorch gets the same)");
   add_allocator_cache_option(cli);
+  add_recompute_activations_option(cli);
   cli.option("steps", "3", "steps after the first (the peak is the highest of them all)");
   cli.option("input", "", "C,H,W of one example (default: the model's own)");
   cli.option("classes", "", "number of classes (default: 10, or 1000 for alexnet and mobilenet, as "
@@ -213,6 +214,7 @@ int bench_memory(int argc, const char* const* argv) {
                 "bench memory: --pytorch must be on or off, not '", cli.get("pytorch"), "'");
   set_num_threads(cli.get_int("threads"));
   allocator_for(Device::cpu).set_cache_policy(allocator_cache_option(cli));
+  set_recompute_activations(cli.has("recompute-activations"));
   const std::string model = cli.get("model");
   const Shape input = cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model);
   const int batch = cli.get_int("batch-size");
@@ -222,7 +224,8 @@ int bench_memory(int argc, const char* const* argv) {
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   std::cout << "# " << model << ", " << (max_batch ? "largest batch" : "batch " + std::to_string(batch)) << ", "
             << classes << " classes, " << num_threads() << " threads, " << 1 + cli.get_int("steps")
-            << " steps, --tune " << cli.get("tune") << ", --allocator-cache " << cli.get("allocator-cache") << "\n";
+            << " steps, --tune " << cli.get("tune") << ", --allocator-cache " << cli.get("allocator-cache")
+            << (cli.has("recompute-activations") ? ", --recompute-activations" : "") << "\n";
   std::cout << std::flush;
   if (max_batch) return report_max_batch(cli, model, input, classes);
   const OurPeak ours = measure_ours(cli, input, batch, classes);

@@ -119,6 +119,7 @@ CommandLine train_command_line() {
   cli.option("batch-size", "64", "examples per step (under mpirun: the global batch, shared by the processes)");
   cli.option("threads", "", "CPU threads per process (default 2; under mpirun 1 per process)");
   add_allocator_cache_option(cli);
+  add_recompute_activations_option(cli);
   cli.option("warmup", "5", "untimed steps first");
   cli.option("steps", "50", "timed steps");
   cli.option("input", "", "C,H,W of one example (default: the model's own, e.g. 1,28,28 for "
@@ -138,6 +139,7 @@ int bench_train(int argc, const char* const* argv) {
   DataParallel dp(make_communicator());
   const bool talk = dp.comm().is_root();
   allocator_for(Device::cpu).set_cache_policy(allocator_cache_option(cli));
+  set_recompute_activations(cli.has("recompute-activations"));
   set_num_threads(cli.has("threads") ? cli.get_int("threads") : dp.active() ? 1 : 2);
   Rng rng(1);  // the same on every rank: the ranks start from the same weights, as in train
   const Shape input =

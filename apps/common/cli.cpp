@@ -63,6 +63,13 @@ CachePolicy allocator_cache_option(const CommandLine& cli) {
   }
 }
 
+void add_recompute_activations_option(CommandLine& cli) {
+  cli.flag("recompute-activations",
+           "keep less for backward: BatchNorm(+ReLU) outputs are released once the next layer has read "
+           "them and rebuilt in backward from BatchNorm's input (one pass each; MobileNet's step holds "
+           "about one activation per layer instead of two)");
+}
+
 Shape parse_chw(const std::string& text, const std::string& option) {
   Shape shape;
   for (std::string rest = text; !rest.empty();) {

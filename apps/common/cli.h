@@ -38,6 +38,10 @@ std::vector<std::string> split_commas(const std::string& text);
 void add_allocator_cache_option(CommandLine& cli);
 CachePolicy allocator_cache_option(const CommandLine& cli);
 
+// --recompute-activations (train, bench train, bench memory): declares the flag; apply it with
+// set_recompute_activations(cli.has("recompute-activations")).
+void add_recompute_activations_option(CommandLine& cli);
+
 // "C,H,W" of one example; throws Error naming `option` and the text otherwise.
 Shape parse_chw(const std::string& text, const std::string& option);
 

@@ -45,6 +45,7 @@ TrainOptions options_from(const CommandLine& cli) {
   o.seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   o.threads = cli.get_int("threads");
   o.allocator_cache = allocator_cache_option(cli);
+  o.recompute_activations = cli.has("recompute-activations");
   o.device = parse_device(cli.get("device"));
   o.checkpoint_dir = cli.get("checkpoint-dir");
   o.checkpoint_every = cli.get_int("checkpoint-every");
@@ -131,6 +132,7 @@ CommandLine train_command_line() {
   cli.option("device", "cpu", "where to train: cpu, or cuda (the first NVIDIA GPU; needs a build "
                              "with the CUDA backend)");
   add_allocator_cache_option(cli);
+  add_recompute_activations_option(cli);
   cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
                              "mpirun starts on this host)");
   cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt, and previous.ckpt before it), written "

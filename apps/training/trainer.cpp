@@ -212,6 +212,7 @@ void Run::setup() {
   // Before create_tuner: the other ranks wait there in a broadcast that rank 0 joins much later.
   const std::string ranks = dp_.active() ? dp_.where_ranks_run() : "";
   allocator_for(Device::cpu).set_cache_policy(o_.allocator_cache);
+  set_recompute_activations(o_.recompute_activations);
   // Images are cropped to the model's side (mobilenet-0.5-128: 128, alexnet: 227, cifar: 24);
   // an unknown model fails here, before the data loads.
   const Shape model_input = model_input_shape(o_.model);

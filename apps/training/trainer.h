@@ -25,6 +25,7 @@ struct TrainOptions {
   std::filesystem::path val_labels;  // imagenet's flat val/ labels file; empty: DIR/val_labels.txt
   int epochs = 2;
   CachePolicy allocator_cache = CachePolicy::keep;  // the CPU allocator's
+  bool recompute_activations = false;  // set_recompute_activations
   int batch_size = 64;
   // Unset: the model's own (training_defaults in models/registry.h), as is warmup_epochs.
   std::optional<double> lr;
