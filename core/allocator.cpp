@@ -174,6 +174,7 @@ void Allocator::release_cached() {
     std::lock_guard lock(mutex_);
     blocks.swap(free_blocks_);
     stats_.cached_bytes = 0;
+    live_high_water_ = stats_.current_bytes;
   }
   for (auto& [size, ptr] : blocks) system_free(ptr, size);
 }

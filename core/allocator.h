@@ -73,7 +73,9 @@ class Allocator {
   MemoryStats stats() const;
   void reset_peak();
   // Gives every cached block back to the system; derived destructors call it while
-  // system_free still works.
+  // system_free still works. The bounded policy's high-water mark starts again from what is live:
+  // a smaller workload after it (bench memory --max-batch's next try) is not allowed the cache of
+  // a larger one before.
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
@@ -90,7 +92,7 @@ class Allocator {
   std::multimap<std::size_t, void*> free_blocks_;
   MemoryStats stats_;
   std::unordered_map<void*, std::size_t> larger_blocks_;  // live blocks larger than asked: their size
-  std::size_t live_high_water_ = 0;  // the highest current_bytes ever (reset_peak leaves it)
+  std::size_t live_high_water_ = 0;  // the highest current_bytes since release_cached (reset_peak leaves it)
   CachePolicy cache_policy_ = CachePolicy::keep;
 
   // Under mutex_: takes out of the cache the blocks to give back so that, under the bounded

@@ -165,6 +165,20 @@ TEST(Allocator, KeepHoldsEveryFreedBlockAndBoundedHoldsNoMoreThanTheLivePeak) {
   }
 }
 
+// bench memory --max-batch tries a large batch, releases the cache, then tries a smaller one: the
+// smaller one must hold no more than its own live peak.
+TEST(Allocator, ReleasingTheCacheStartsTheBoundedHighWaterAgain) {
+  CountingAllocator alloc(false);
+  alloc.set_cache_policy(CachePolicy::bounded);
+  alloc.deallocate(alloc.allocate(8 * kMiB), 8 * kMiB, MemoryUse::activations);
+  alloc.release_cached();
+  void* a = alloc.allocate(2 * kMiB);
+  alloc.deallocate(a, 2 * kMiB, MemoryUse::activations);
+  void* b = alloc.allocate(3 * kMiB);  // a miss: the 2 MiB block must go, 3 MiB is the live peak now
+  EXPECT_EQ(alloc.stats().cached_bytes, 0u);
+  alloc.deallocate(b, 3 * kMiB, MemoryUse::activations);
+}
+
 TEST(Allocator, BoundedGivesBackTheSmallestBlockThatMakesRoom) {
   CountingAllocator alloc(false);
   alloc.set_cache_policy(CachePolicy::bounded);
