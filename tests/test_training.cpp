@@ -361,6 +361,27 @@ TEST(Training, EachModelTrainsWithItsOwnDefaultsUnlessTold) {
   EXPECT_EQ(told.find("defaults for --model"), std::string::npos) << told;
 }
 
+// MobileNet's BatchNorm outputs released after forward and rebuilt in backward: the same run.
+TEST(Training, RecomputedActivationsTrainExactlyAsKeptOnes) {
+  TrainOptions o;
+  o.model = "mobilenet-0.25-128";
+  o.data = "synthetic";
+  o.epochs = 1;
+  o.batch_size = 8;
+  o.train_limit = 32;
+  o.test_limit = 16;
+  TrainResult kept, recomputed;
+  run_quiet(o, &kept);
+  o.recompute_activations = true;
+  run_quiet(o, &recomputed);
+  EXPECT_TRUE(recompute_activations()) << "the run did not turn recomputing on";
+  set_recompute_activations(false);
+  ASSERT_EQ(kept.status, TrainStatus::completed) << kept.message;
+  ASSERT_EQ(recomputed.status, TrainStatus::completed) << recomputed.message;
+  EXPECT_EQ(recomputed.epochs[0].train_loss, kept.epochs[0].train_loss);
+  EXPECT_EQ(recomputed.epochs[0].test_loss, kept.epochs[0].test_loss);
+}
+
 TEST(Training, CsvLogHasHeaderAndOneRowPerEpoch) {
   testing::TempDir dir;
   TrainOptions o = mnist_options(256);
