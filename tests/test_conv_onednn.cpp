@@ -40,7 +40,9 @@ TEST(OneDnnSolver, ConfigsAreOneDnnsImplementationsWithoutItsReferenceCode) {
         for (const std::string& name : names) {
           EXPECT_FALSE(name.starts_with("ref")) << name;
           // ctest's OneDnnOnAvx2.ConvSolvers runs this suite as an AVX2-only machine would.
-          if (capped_at_avx2()) EXPECT_EQ(name.find("avx512"), std::string::npos) << name;
+          if (capped_at_avx2()) {
+            EXPECT_EQ(name.find("avx512"), std::string::npos) << name;
+          }
         }
         offered += names.size();
       }
