@@ -512,8 +512,8 @@ void check_inputs(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
 }
 
 // What backward needs besides the inputs: per channel the centre and 1/std of the forward pass;
-// with a fused ReLU, its cap and the forward's shift (beta, which an optimizer step inside
-// backward may change before this backward runs).
+// with a fused ReLU, its cap and the forward's shift (beta), to recompute the normalised output
+// that gates dy.
 struct SavedStats {
   std::vector<double> mean, invstd;
   double count;  // values per channel
