@@ -442,9 +442,9 @@ template <class T>
 void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Centre<T>& centre,
                         const Vec<T>& a, const Vec<T>& p, const Vec<T>& q,
                         const FusedRelu<T>& relu) {
-  const Params<T> pr =
-      relu.on ? Params<T>(v, {centre.hi, centre.lo, a, p, q, relu.scale, relu.shift})
-              : Params<T>(v, {centre.hi, centre.lo, a, p, q});
+  // With a fused ReLU, `a` is also the forward's scale: the gate is xc * a + shift.
+  const Params<T> pr = relu.on ? Params<T>(v, {centre.hi, centre.lo, a, p, q, relu.shift})
+                               : Params<T>(v, {centre.hi, centre.lo, a, p, q});
   for_each_unit<T>(
       v,
       [&](std::int64_t c, std::int64_t offset, std::int64_t len) {
@@ -452,7 +452,7 @@ void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Cen
         const auto xc = (xin - pr.at(0, c)) - pr.at(1, c);
         if (relu.on)
           MutVec<T>(dx + offset, len) =
-              gated(g, xc * pr.at(5, c) + pr.at(6, c), relu.top) * pr.at(2, c) +
+              gated(g, xc * pr.at(2, c) + pr.at(5, c), relu.top) * pr.at(2, c) +
               xc * pr.at(3, c) + pr.at(4, c);
         else
           MutVec<T>(dx + offset, len) = g * pr.at(2, c) + xc * pr.at(3, c) + pr.at(4, c);
@@ -460,8 +460,7 @@ void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Cen
       [&](const RowTask& k) {
         const Vec<T> hi = pr.columns(0, k), lo = pr.columns(1, k), ca = pr.columns(2, k),
                      cp = pr.columns(3, k), cq = pr.columns(4, k);
-        const Vec<T> scale = relu.on ? pr.columns(5, k) : Vec<T>(),
-                     shift = relu.on ? pr.columns(6, k) : Vec<T>();
+        const Vec<T> shift = relu.on ? pr.columns(5, k) : Vec<T>();
         const std::int64_t rows = k.end_row - k.first_row;
         const ConstRows<T> g = rows_of(dy, v, k, k.first_row, rows),
                            xr = rows_of(x, v, k, k.first_row, rows);
@@ -473,7 +472,7 @@ void channel_grad_input(const T* dy, const T* x, T* dx, const View& v, const Cen
             continue;
           }
           xc = (xr.col(r) - hi) - lo;
-          d.col(r) = gated(g.col(r), xc * scale + shift, relu.top) * ca + xc * cp + cq;
+          d.col(r) = gated(g.col(r), xc * ca + shift, relu.top) * ca + xc * cp + cq;
         }
       });
 }
@@ -511,15 +510,14 @@ void check_inputs(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
   check_channel_tensor(var, "running_var", x);
 }
 
-// What backward needs besides the inputs: per channel the centre and 1/std of the forward pass;
-// with a fused ReLU, its cap and the forward's shift (beta), to recompute the normalised output
-// that gates dy.
+// What backward needs besides the inputs: the forward's per-channel affine (its centre, its scale
+// gamma / std, and with a fused ReLU the shift and cap that recompute the output gating dy) and
+// 1/std.
 struct SavedStats {
-  std::vector<double> mean, invstd;
+  ChannelAffine affine;
+  std::vector<double> invstd;
   double count;  // values per channel
   bool training;
-  std::optional<double> relu_cap;
-  std::vector<double> shift;
 };
 
 template <class T>
@@ -530,13 +528,12 @@ void batch_norm_backward(std::vector<Variable>& in, const Tensor& dy, const Save
   const View v = view_of(x);
   const bool need_x = in[0].requires_grad();
   const bool need_params = in[1].requires_grad() || in[2].requires_grad();
-  const std::vector<double> gamma = to_doubles<T>(in[1].data());
-  const Centre<T> centre(s.mean);
-  const std::size_t channels = gamma.size();
-  std::vector<double> a(channels);
-  for (std::size_t c = 0; c < channels; ++c) a[c] = gamma[c] * s.invstd[c];
+  const Centre<T> centre(s.affine.mean);
+  const std::vector<double>& a = s.affine.scale;  // gamma / std
+  const std::size_t channels = a.size();
   FusedRelu<T> relu;
-  if (s.relu_cap) relu = {true, static_cast<T>(*s.relu_cap), to_vec<T>(a), to_vec<T>(s.shift)};
+  if (s.affine.relu_cap)
+    relu = {true, static_cast<T>(*s.affine.relu_cap), to_vec<T>(a), to_vec<T>(s.affine.shift)};
   std::vector<GradSums> sums;
   if (s.training || need_params) sums = channel_grad_sums(dy.data<T>(), x.data<T>(), v, centre, relu);
   if (need_params) {
@@ -622,9 +619,11 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
   TUNECNN_ON_CUDA(input, cuda::batch_norm(x, gamma, beta, running_mean, running_var, training,
                                           options));
   const std::size_t channels = static_cast<std::size_t>(v.channels);
-  SavedStats saved{std::vector<double>(channels), std::vector<double>(channels),
-                   static_cast<double>(v.per_channel()), training, relu_cap, {}};
-  ChannelAffine affine{{}, {}, {}, relu_cap};
+  SavedStats saved{{std::vector<double>(channels), {}, {}, relu_cap},
+                   std::vector<double>(channels),
+                   static_cast<double>(v.per_channel()),
+                   training};
+  ChannelAffine& affine = saved.affine;
   dispatch_dtype(input.dtype(), [&]<class T>() {
     if (training) {
       const std::vector<Moments> m = channel_moments(input.data<T>(), v);
@@ -633,13 +632,13 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
       T* rv = running_var.data<T>();
       for (std::size_t c = 0; c < channels; ++c) {
         const double m2 = m[c].m2();
-        saved.mean[c] = m[c].mean();
+        affine.mean[c] = m[c].mean();
         saved.invstd[c] = 1.0 / std::sqrt(m2 / count + options.eps);
-        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * saved.mean[c]);
+        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * affine.mean[c]);
         rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * m2 / (count - 1));
       }
     } else {
-      saved.mean = to_doubles<T>(running_mean);
+      affine.mean = to_doubles<T>(running_mean);
       const std::vector<double> var = to_doubles<T>(running_var);
       for (std::size_t c = 0; c < channels; ++c)
         saved.invstd[c] = 1.0 / std::sqrt(var[c] + options.eps);
@@ -648,15 +647,16 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
     for (std::size_t c = 0; c < channels; ++c) affine.scale[c] *= saved.invstd[c];
     affine.shift = to_doubles<T>(beta.data());
   });
-  affine.mean = saved.mean;
-  if (relu_cap) saved.shift = affine.shift;
+  Tensor y = normalise(input, affine);
+  const bool recomputable = recompute_activations();
+  ChannelAffine rebuild = recomputable ? affine : ChannelAffine{};
   auto backward = [saved = std::move(saved)](std::vector<Variable>& in, const Tensor& dy) {
     dispatch_dtype(dy.dtype(), [&]<class T>() { batch_norm_backward<T>(in, dy, saved); });
   };
-  Variable out(normalise(input, affine), {x, gamma, beta}, backward);
+  Variable out(std::move(y), {x, gamma, beta}, backward);
   // Rebuilt from the input backward keeps anyway: one pass, bitwise the same values.
-  if (recompute_activations() && out.requires_grad())
-    out.set_recompute([input, affine = std::move(affine)] { return normalise(input, affine); });
+  if (recomputable && out.requires_grad())
+    out.set_recompute([input, rebuild = std::move(rebuild)] { return normalise(input, rebuild); });
   return out;
 }
 

@@ -33,6 +33,17 @@ TrainOptions mnist_options(std::int64_t train_limit = 2048) {
   return o;
 }
 
+// One epoch of `model` on synthetic data (the model's input shape, learnable classes).
+TrainOptions synthetic_options(const std::string& model, std::int64_t train_limit, std::int64_t test_limit) {
+  TrainOptions o;
+  o.model = model;
+  o.data = "synthetic";
+  o.epochs = 1;
+  o.train_limit = train_limit;
+  o.test_limit = test_limit;
+  return o;
+}
+
 std::string run_quiet(const TrainOptions& o, TrainResult* result = nullptr) {
   std::ostringstream out;
   TrainResult r = train(o, out);
@@ -344,12 +355,7 @@ TEST(Training, EachModelTrainsWithItsOwnDefaultsUnlessTold) {
   EXPECT_EQ(training_defaults("cifar").warmup_epochs, 1);
   EXPECT_EQ(training_defaults("alexnet").lr, 0.005);
   EXPECT_EQ(training_defaults("mobilenet-0.25-128").lr, 0.02);
-  TrainOptions o;
-  o.model = "cifar";
-  o.data = "synthetic";
-  o.epochs = 1;
-  o.train_limit = 64;
-  o.test_limit = 64;
+  TrainOptions o = synthetic_options("cifar", 64, 64);
   const std::string defaults = run_quiet(o);
   EXPECT_NE(defaults.find("linear warmup over 1.0"), std::string::npos) << defaults;
   EXPECT_NE(defaults.find("defaults for --model cifar: --lr 0.02 --warmup-epochs 1, since it has no "
@@ -363,13 +369,8 @@ TEST(Training, EachModelTrainsWithItsOwnDefaultsUnlessTold) {
 
 // MobileNet's BatchNorm outputs released after forward and rebuilt in backward: the same run.
 TEST(Training, RecomputedActivationsTrainExactlyAsKeptOnes) {
-  TrainOptions o;
-  o.model = "mobilenet-0.25-128";
-  o.data = "synthetic";
-  o.epochs = 1;
+  TrainOptions o = synthetic_options("mobilenet-0.25-128", 32, 16);
   o.batch_size = 8;
-  o.train_limit = 32;
-  o.test_limit = 16;
   TrainResult kept, recomputed;
   run_quiet(o, &kept);
   o.recompute_activations = true;

@@ -61,7 +61,6 @@ LayerSplit::LayerSplit(Module& model) {
 void LayerSplit::step(const Variable& input, const std::function<Variable(const Variable&)>& loss,
                       const std::function<void()>& update) {
   std::vector<double> reached(layers_.size(), 0);
-  std::vector<std::size_t> fused;  // layers run inside the one before them, as Sequential does
   Variable x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const double start = now_s();
@@ -71,8 +70,7 @@ void LayerSplit::step(const Variable& input, const std::function<Variable(const 
       // The pair's time goes to its first layer; the mark after it stands after both.
       layers_[i].kind = layer_kind(*layers_[i].module) + "+" + layer_kind(*layers_[i + 1].module);
       x = mark(*pair, &reached[++i]);
-      layers_[i].fused = true;
-      fused.push_back(i);
+      layers_[i].fused = true;  // run inside the one before it, as Sequential does
       layers_[i - 1].forward_s += now_s() - start;
       continue;
     }
@@ -85,7 +83,8 @@ void LayerSplit::step(const Variable& input, const std::function<Variable(const 
   start = now_s();
   value.backward();
   const double end = now_s();
-  for (std::size_t i : fused) reached[i - 1] = reached[i];  // no time of their own
+  for (std::size_t i = 1; i < layers_.size(); ++i)
+    if (layers_[i].fused) reached[i - 1] = reached[i];  // no time of their own
   // Layer i's backward ran from the mark after it (reached[i]) to the mark after layer i - 1;
   // the first layer's ends with backward() itself, and the loss's runs until the last mark.
   // A layer whose output needs no gradient (nothing trainable before it) has no backward.
