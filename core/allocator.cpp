@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include "core/allocation_trace.h"
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 
@@ -101,7 +102,10 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
     free_blocks_.erase(it);
     stats_.cached_bytes -= held;
     ++stats_.reused_allocations;
-    if (held != size) larger_blocks_.emplace(ptr, held);
+    if (held != size) {
+      larger_blocks_.emplace(ptr, held);
+      stats_.slack_bytes += held - size;
+    }
   } else {
     const auto released = blocks_to_release_for(size);
     lock.unlock();
@@ -109,11 +113,13 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
     ptr = system_allocate(size);
     lock.lock();
     ++stats_.system_allocations;
-    stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, stats_.current_bytes + stats_.cached_bytes + size);
+    stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_bytes() + size);
   }
-  stats_.current_bytes += held;
-  stats_.current_by_use[static_cast<std::size_t>(use)] += held;
-  live_high_water_ = std::max(live_high_water_, stats_.current_bytes);
+  stats_.current_bytes += size;
+  stats_.current_by_use[static_cast<std::size_t>(use)] += size;
+  if (trace_ != nullptr)
+    trace_->add({AllocationEvent::Kind::allocate, use, bytes, 0, ptr, current_layer()});
+  live_high_water_ = std::max(live_high_water_, stats_.current_bytes + stats_.slack_bytes);
   if (stats_.current_bytes > stats_.peak_bytes) {
     stats_.peak_bytes = stats_.current_bytes;
     stats_.at_peak_by_use = stats_.current_by_use;
@@ -124,8 +130,8 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
 std::vector<std::pair<std::size_t, void*>> Allocator::blocks_to_release_for(std::size_t size) {
   std::vector<std::pair<std::size_t, void*>> released;
   if (cache_policy_ != CachePolicy::bounded) return released;
-  const std::size_t live_after = stats_.current_bytes + size;
-  const std::size_t limit = std::max(live_high_water_, live_after);
+  const std::size_t live_after = stats_.current_bytes + stats_.slack_bytes + size;
+  const std::size_t limit = std::max({live_high_water_, live_after, cache_limit_});
   while (live_after + stats_.cached_bytes > limit && !free_blocks_.empty()) {
     const std::size_t excess = live_after + stats_.cached_bytes - limit;
     auto it = free_blocks_.lower_bound(excess);  // the smallest block that makes room alone
@@ -142,18 +148,31 @@ void Allocator::set_cache_policy(CachePolicy policy) {
   cache_policy_ = policy;
 }
 
+void Allocator::set_cache_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  cache_limit_ = bytes;
+}
+
+void Allocator::set_trace(AllocationTrace* trace) {
+  std::lock_guard lock(mutex_);
+  trace_ = trace;
+}
+
 void Allocator::deallocate(void* ptr, std::size_t bytes, MemoryUse use) {
   if (ptr == nullptr) return;
-  std::size_t size = block_size(bytes);
+  const std::size_t size = block_size(bytes);
   std::lock_guard lock(mutex_);
+  if (trace_ != nullptr) trace_->add({AllocationEvent::Kind::free, use, bytes, 0, ptr, nullptr});
+  std::size_t held = size;
   if (const auto larger = larger_blocks_.find(ptr); larger != larger_blocks_.end()) {
-    size = larger->second;
+    held = larger->second;
+    stats_.slack_bytes -= held - size;
     larger_blocks_.erase(larger);
   }
-  free_blocks_.emplace(size, ptr);
+  free_blocks_.emplace(held, ptr);
   stats_.current_bytes -= size;
   stats_.current_by_use[static_cast<std::size_t>(use)] -= size;
-  stats_.cached_bytes += size;
+  stats_.cached_bytes += held;
 }
 
 MemoryStats Allocator::stats() const {
@@ -165,8 +184,10 @@ void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_bytes = stats_.current_bytes;
   stats_.at_peak_by_use = stats_.current_by_use;
-  stats_.peak_held_bytes = stats_.current_bytes + stats_.cached_bytes;
+  stats_.peak_held_bytes = held_bytes();
 }
+
+std::size_t Allocator::held_bytes() const { return stats_.current_bytes + stats_.slack_bytes + stats_.cached_bytes; }
 
 void Allocator::release_cached() {
   std::multimap<std::size_t, void*> blocks;
@@ -174,7 +195,7 @@ void Allocator::release_cached() {
     std::lock_guard lock(mutex_);
     blocks.swap(free_blocks_);
     stats_.cached_bytes = 0;
-    live_high_water_ = stats_.current_bytes;
+    live_high_water_ = stats_.current_bytes + stats_.slack_bytes;
   }
   for (auto& [size, ptr] : blocks) system_free(ptr, size);
 }

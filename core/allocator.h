@@ -16,6 +16,8 @@
 
 namespace tunecnn {
 
+class AllocationTrace;
+
 // What a block is for, so that a training step's peak can be split by use (bench memory). A
 // thread counts new blocks under the use its innermost MemoryUseScope names, activations when
 // none does; a block keeps its use until it is freed.
@@ -45,12 +47,15 @@ MemoryUse current_memory_use();  // on this thread
 using BytesByUse = std::array<std::size_t, kMemoryUses>;  // indexed by MemoryUse
 
 struct MemoryStats {
-  std::size_t current_bytes = 0;  // in live blocks
+  // In live blocks, each at the size its request takes (block_size), as PyTorch's
+  // memory_allocated counts: what a step needs, which the step memory predictor predicts.
+  std::size_t current_bytes = 0;
   std::size_t peak_bytes = 0;     // highest current_bytes since the last reset_peak()
   BytesByUse current_by_use{};    // current_bytes split by use
   BytesByUse at_peak_by_use{};    // current_by_use when the peak was reached
   std::size_t cached_bytes = 0;   // freed blocks kept for reuse
-  std::size_t peak_held_bytes = 0;  // highest current + cached since the last reset_peak(): what
+  std::size_t slack_bytes = 0;    // what live blocks hold beyond their requests (a larger cached block reused)
+  std::size_t peak_held_bytes = 0;  // highest current + slack + cached since the last reset_peak(): what
                                     // the system gave, the resident set's share of the allocator
   std::size_t system_allocations = 0;
   std::size_t reused_allocations = 0;
@@ -79,6 +84,12 @@ class Allocator {
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
+  // Under the bounded policy, live + cached bytes may grow up to `bytes` (or the live high-water
+  // mark, if higher) before blocks are given back: a memory budget (train --memory-budget) caps
+  // the cache without paying for blocks made again while there is room. 0 by default.
+  void set_cache_limit(std::size_t bytes);
+  // Records every block handed out and taken back into `trace` (null: stops); AllocationTraceScope.
+  void set_trace(AllocationTrace* trace);
 
  protected:
   virtual void* system_allocate(std::size_t bytes) = 0;
@@ -94,10 +105,13 @@ class Allocator {
   std::unordered_map<void*, std::size_t> larger_blocks_;  // live blocks larger than asked: their size
   std::size_t live_high_water_ = 0;  // the highest current_bytes since release_cached (reset_peak leaves it)
   CachePolicy cache_policy_ = CachePolicy::keep;
+  std::size_t cache_limit_ = 0;
+  AllocationTrace* trace_ = nullptr;
 
   // Under mutex_: takes out of the cache the blocks to give back so that, under the bounded
   // policy, a new block of `size` keeps live + cached within the live high-water mark.
   std::vector<std::pair<std::size_t, void*>> blocks_to_release_for(std::size_t size);
+  std::size_t held_bytes() const;  // under mutex_: live, their slack and cached
 };
 
 Allocator& allocator_for(Device device);

@@ -1,5 +1,7 @@
 #include "core/module.h"
 
+#include "core/allocation_trace.h"
+
 namespace tunecnn {
 
 std::vector<Layout> Module::input_layouts(const Shape&) const { return {Layout::NCHW}; }
@@ -60,6 +62,7 @@ Variable Sequential::forward(const Variable& input) {
   bool reusable = false;  // never the Sequential's own input: the caller's
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     Module& layer = *layers_[i];
+    const LayerScope running(&layer);  // what its blocks are counted to in a recorded step
     if (i + 1 < layers_.size()) {
       if (std::optional<Variable> fused = layer.forward_fused(x, *layers_[i + 1])) {
         x = std::move(*fused);

@@ -179,6 +179,23 @@ TEST(Allocator, ReleasingTheCacheStartsTheBoundedHighWaterAgain) {
   alloc.deallocate(b, 3 * kMiB, MemoryUse::activations);
 }
 
+// A memory budget caps the bounded cache at the budget, not at the live peak: blocks stay
+// cached while there is room under it, and go back once there is not.
+TEST(Allocator, ABoundedCacheWithALimitKeepsBlocksUpToTheLimit) {
+  CountingAllocator alloc(false);
+  alloc.set_cache_policy(CachePolicy::bounded);
+  alloc.set_cache_limit(6 * kMiB);
+  alloc.deallocate(alloc.allocate(2 * kMiB), 2 * kMiB, MemoryUse::activations);
+  void* a = alloc.allocate(3 * kMiB);  // 3 live + 2 cached fit within 6
+  EXPECT_EQ(alloc.stats().cached_bytes, 2 * kMiB);
+  EXPECT_EQ(alloc.system_frees, 0);
+  void* b = alloc.allocate(3 * kMiB / 2);  // 4.5 live + 2 cached would not
+  EXPECT_EQ(alloc.stats().cached_bytes, 0u);
+  EXPECT_EQ(alloc.system_frees, 1);
+  alloc.deallocate(a, 3 * kMiB, MemoryUse::activations);
+  alloc.deallocate(b, 3 * kMiB / 2, MemoryUse::activations);
+}
+
 TEST(Allocator, BoundedGivesBackTheSmallestBlockThatMakesRoom) {
   CountingAllocator alloc(false);
   alloc.set_cache_policy(CachePolicy::bounded);
@@ -205,7 +222,9 @@ TEST(Allocator, AMissTakesACachedBlockUpToTwiceItsSizeWhereTheAllocatorAllowsIt)
     MemoryStats stats = alloc.stats();
     if (reuse_larger) {
       EXPECT_EQ(stats.system_allocations, systems_before) << "the 2 MiB block serves 1.5 MiB";
-      EXPECT_EQ(stats.current_bytes, 2 * kMiB) << "counted at the size it holds";
+      EXPECT_EQ(stats.current_bytes, 3 * kMiB / 2) << "counted at the size it asked for";
+      EXPECT_EQ(stats.slack_bytes, kMiB / 2) << "what the block holds beyond it";
+      EXPECT_EQ(stats.peak_held_bytes, 2 * kMiB);
     } else {
       EXPECT_EQ(stats.system_allocations, systems_before + 1);
       EXPECT_EQ(stats.current_bytes, 3 * kMiB / 2);
@@ -213,6 +232,7 @@ TEST(Allocator, AMissTakesACachedBlockUpToTwiceItsSizeWhereTheAllocatorAllowsIt)
     alloc.deallocate(p, 3 * kMiB / 2, MemoryUse::activations);
     stats = alloc.stats();
     EXPECT_EQ(stats.current_bytes, 0u) << "freed at the size it was handed out at";
+    EXPECT_EQ(stats.slack_bytes, 0u);
     if (reuse_larger) {
       EXPECT_EQ(stats.cached_bytes, 2 * kMiB);
       void* small = alloc.allocate(kMiB - 4096);  // under half: a block of its own

@@ -17,6 +17,7 @@
 #include "apps/bench/max_batch.h"
 #include "apps/bench/process_memory.h"
 #include "apps/common/cli.h"
+#include "apps/training/step_memory.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
@@ -37,6 +38,7 @@ namespace tunecnn {
 namespace {
 
 constexpr double kMiB = 1048576.0;
+const SgdOptions kBenchSgd{0.01, 0.9, 5e-4, false};
 
 CommandLine memory_command_line() {
   CommandLine cli("bench memory",
@@ -86,23 +88,34 @@ void plan_layers(const CommandLine& cli, Module& model, const Shape& batch_shape
 
 struct OurPeak {
   MemoryStats allocator;
+  std::optional<StepPeak> predicted;  // before the first step (apps/training/step_memory.h)
   std::optional<std::size_t> rss_growth;
   std::size_t last_step_system_allocations = 0;  // blocks the last step took from the system
 };
 
 // Builds, plans and steps the model; the resident set's growth counts from before the build.
-OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int classes) {
+OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int classes, bool predict) {
   const std::optional<std::size_t> baseline = process_status_bytes("VmRSS");
   const bool peak_reset = reset_peak_resident_set();
   Rng rng(1);
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
   const Shape batch_shape{batch, input[0], input[1], input[2]};
   plan_layers(cli, *model, batch_shape);
+  std::optional<StepPeak> predicted;
+  if (predict) {
+    StepMemoryQuery query{[&] {
+                            Rng copy_rng(1);
+                            return std::shared_ptr<Module>(
+                                build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, copy_rng));
+                          },
+                          model.get(), input, batch, classes, kBenchSgd};
+    predicted = predict_step_peak(query);
+  }
   Tensor images = Tensor::empty(batch_shape);
   uniform_fill(images, -1, 1, rng);
   std::vector<std::int32_t> labels(batch);
   for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
-  Sgd sgd(model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
+  Sgd sgd(model->parameters(), kBenchSgd);
 
   Allocator& allocator = allocator_for(Device::cpu);
   allocator.reset_peak();
@@ -113,7 +126,7 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
     Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
     sgd.backward_and_step(loss);
   }
-  OurPeak peak{allocator.stats(), std::nullopt};
+  OurPeak peak{allocator.stats(), predicted, std::nullopt};
   peak.last_step_system_allocations = peak.allocator.system_allocations - system_allocations_before_last;
   const std::optional<std::size_t> high = process_status_bytes("VmHWM");
   if (baseline && high && peak_reset) peak.rss_growth = *high - std::min(*high, *baseline);
@@ -169,7 +182,7 @@ int report_max_batch(const CommandLine& cli, const std::string& model, const Sha
   const MaxBatch ours = largest_batch_within(
       *budget, limit,
       [&](int batch) {
-        const std::optional<std::size_t> growth = measure_ours(cli, input, batch, classes).rss_growth;
+        const std::optional<std::size_t> growth = measure_ours(cli, input, batch, classes, false).rss_growth;
         allocator_for(Device::cpu).release_cached();  // the next try starts from what the system holds
         return growth;
       },
@@ -197,6 +210,15 @@ void print_report(const OurPeak& ours, const TheirPeak& theirs) {
     std::printf("  %-24s %10.2f\n", to_string(static_cast<MemoryUse>(use)),
                 ours.allocator.at_peak_by_use[use] / kMiB);
   std::printf("  %-24s %10.2f\n", "total", ours.allocator.peak_bytes / kMiB);
+  if (ours.predicted) {
+    const double error = static_cast<double>(ours.predicted->bytes) / ours.allocator.peak_bytes - 1;
+    std::printf("%-26s %10.2f  (%+.1f%%; at the peak, predicted:", "predicted before the step", ours.predicted->bytes / kMiB,
+                100 * error);
+    for (std::size_t use = 0; use < kMemoryUses; ++use)
+      if (ours.predicted->by_use[use] > 0)
+        std::printf(" %s %.2f", to_string(static_cast<MemoryUse>(use)), ours.predicted->by_use[use] / kMiB);
+    std::printf(")\n");
+  }
   std::printf("%-26s %10.2f\n", "held (live + cached) peak", ours.allocator.peak_held_bytes / kMiB);
   const auto mib = [](const std::optional<std::size_t>& bytes) {
     return bytes ? formatted("%.2f", *bytes / kMiB) : std::string("-");
@@ -228,7 +250,7 @@ int bench_memory(int argc, const char* const* argv) {
             << (cli.has("recompute-activations") ? ", --recompute-activations" : "") << "\n";
   std::cout << std::flush;
   if (max_batch) return report_max_batch(cli, model, input, classes);
-  const OurPeak ours = measure_ours(cli, input, batch, classes);
+  const OurPeak ours = measure_ours(cli, input, batch, classes, true);
   const TheirPeak theirs = measure_pytorch(cli, batch);
   print_report(ours, theirs);
   std::printf("result model=%s batch=%d peak_mb=%.2f held_mb=%.2f", model.c_str(), batch,
@@ -239,6 +261,7 @@ int bench_memory(int argc, const char* const* argv) {
     std::printf(" %s_mb=%.2f", name.c_str(), ours.allocator.at_peak_by_use[use] / kMiB);
   }
   std::printf(" last_step_system_allocations=%zu", ours.last_step_system_allocations);
+  if (ours.predicted) std::printf(" predicted_peak_mb=%.2f", ours.predicted->bytes / kMiB);
   if (ours.rss_growth) std::printf(" rss_growth_mb=%.2f", *ours.rss_growth / kMiB);
   if (theirs.rss_growth) std::printf(" pytorch_rss_growth_mb=%.2f", *theirs.rss_growth / kMiB);
   if (ours.rss_growth && theirs.rss_growth && *theirs.rss_growth > 0)

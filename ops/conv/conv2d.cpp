@@ -109,15 +109,18 @@ Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int pa
 }
 
 Variable Conv2d::forward(const Variable& input) {
-  const ConvProblem problem = conv_problem(input.data(), weight_.data(), geo_);
-  const std::string key = plan_key(problem);
+  return conv2d(input, weight_, bias_, geo_, plan_for(conv_problem(input.data(), weight_.data(), geo_)));
+}
+
+const ConvLayerPlan& Conv2d::plan_for(const ConvProblem& fwd_problem) {
+  const std::string key = plan_key(fwd_problem);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    const ConvLayerPlan plan = planner_->plan(problem);
-    plan.validate(problem);
-    it = plans_.emplace(key, std::pair{problem, plan}).first;
+    const ConvLayerPlan plan = planner_->plan(fwd_problem);
+    plan.validate(fwd_problem);
+    it = plans_.emplace(key, std::pair{fwd_problem, plan}).first;
   }
-  return conv2d(input, weight_, bias_, geo_, it->second.second);
+  return it->second.second;
 }
 
 ConvProblem Conv2d::problem_for(const Shape& input) const {

@@ -46,6 +46,8 @@ class Conv2d : public Module {
   ConvProblem problem_for(const Shape& input) const;
   // Installs the plan for inputs of one shape (the network planner decides layers together).
   void set_plan(const ConvProblem& fwd_problem, const ConvLayerPlan& plan);
+  // The plan the layer runs `fwd_problem` with: the installed one, else its planner's (kept).
+  const ConvLayerPlan& plan_for(const ConvProblem& fwd_problem);
   // Every input shape seen so far (as its forward problem) and the plan it runs.
   std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans() const;
 

@@ -1,7 +1,10 @@
 #include "ops/conv/plan.h"
 
 #include <algorithm>
+#include <any>
+#include <optional>
 
+#include "core/allocation_trace.h"
 #include "core/allocator.h"
 #include "ops/conv/registry.h"
 
@@ -72,6 +75,9 @@ void run_conv(const ConvPlan& plan, const ConvProblem& problem, const ConvArgs& 
   TUNECNN_CHECK(plan.solver->applicable(problem, &why), "solver ", plan.solver->name(),
                 " is not applicable to ", problem.key(), ": ", why);
   const std::size_t bytes = plan.solver->workspace_bytes(problem, plan.config);
+  // A recorded step (apps/training/step_memory.h) replays this call with another plan's workspace.
+  std::optional<TraceMark> traced;
+  if (active_allocation_trace() != nullptr) traced.emplace(std::any(problem));
   // Always one block, on the problem's device, even for 0 bytes (the workspace tests count it).
   const MemoryUseScope counted_as(MemoryUse::workspaces);
   Storage workspace(bytes, problem.device);

@@ -1,0 +1,311 @@
+#include "apps/training/step_memory.h"
+
+#include <algorithm>
+#include <any>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "core/allocation_trace.h"
+#include "core/error.h"
+#include "core/init.h"
+#include "core/rng.h"
+#include "ops/conv/conv2d.h"
+#include "ops/pool/pool2d.h"
+#include "ops/softmax_cross_entropy.h"
+
+namespace tunecnn {
+namespace {
+
+// The two batches a step is recorded at: BatchNorm needs two examples, and 2 and 4 take the
+// same code paths as larger batches.
+constexpr int kSmallBatch = 2;
+constexpr int kLargerBatch = 4;
+
+struct LayerPair {
+  std::string name;
+  Module* real = nullptr;
+  Module* copy = nullptr;
+};
+
+// The leaves of two models of one structure, side by side, named as the network planner names
+// them (nested Sequentials walked into).
+void pair_layers(Module& real, Module& copy, const std::string& name, std::vector<LayerPair>& out) {
+  const auto& a = real.children();
+  const auto& b = copy.children();
+  TUNECNN_CHECK(a.size() == b.size(), "the model's copy for predicting memory differs from it at '", name, "'");
+  if (a.empty()) {
+    out.push_back({name, &real, &copy});
+    return;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i)
+    pair_layers(*a[i].second, *b[i].second, name.empty() ? a[i].first : name + "." + a[i].first, out);
+}
+
+// The copy's conv layer plans in the layout the real layer runs the real batch in, with the
+// untuned solvers there: their workspaces are replaced in the replay, and nothing else a
+// solver does allocates.
+class FollowingConvPlanner final : public ConvPlanner {
+ public:
+  FollowingConvPlanner(Conv2d& real, int batch) : real_(real), batch_(batch) {}
+  ConvLayerPlan plan(const ConvProblem& fwd_problem) override {
+    ConvProblem at_batch = fwd_problem;
+    at_batch.mb = batch_;
+    return FirstApplicablePlanner(real_.plan_for(at_batch).layout()).plan(fwd_problem);
+  }
+
+ private:
+  Conv2d& real_;
+  int batch_;
+};
+
+class FollowingPoolPlanner final : public PoolPlanner {
+ public:
+  FollowingPoolPlanner(const Pool2d& real, int batch) : real_(real), batch_(batch) {}
+  PoolLayerPlan plan(const PoolProblem& fwd_problem, Layout arriving) override {
+    PoolProblem at_batch = fwd_problem;
+    at_batch.mb = batch_;
+    Layout layout = arriving;
+    for (const auto& [problem, plan] : real_.plans())
+      if (problem.key() == at_batch.key()) layout = plan.layout;
+    return FirstApplicablePoolPlanner().plan(fwd_problem, layout);
+  }
+
+ private:
+  const Pool2d& real_;
+  int batch_;
+};
+
+struct Recording {
+  std::vector<AllocationEvent> events;
+  std::vector<std::any> marks;
+  std::size_t optimizer_state = 0;  // what the first step made, for good
+};
+
+void take_step(Module& model, Sgd& sgd, const Tensor& images, const std::vector<std::int32_t>& labels) {
+  sgd.zero_grad();
+  Variable loss = softmax_cross_entropy(model.forward(Variable(images)), labels);
+  sgd.backward_and_step(loss);
+}
+
+// Two steps at `batch`; the second recorded.
+Recording record_step(Module& copy, const StepMemoryQuery& query, int batch) {
+  Rng rng(1);
+  Tensor images = Tensor::empty({batch, query.input[0], query.input[1], query.input[2]});
+  uniform_fill(images, -1, 1, rng);
+  std::vector<std::int32_t> labels(batch);
+  for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % query.classes);
+  Allocator& allocator = allocator_for(Device::cpu);
+  Sgd sgd(copy.parameters(), query.sgd);
+  const std::size_t state_before = allocator.stats().current_by_use[static_cast<int>(MemoryUse::optimizer_state)];
+  take_step(copy, sgd, images, labels);
+  Recording recording;
+  recording.optimizer_state =
+      allocator.stats().current_by_use[static_cast<int>(MemoryUse::optimizer_state)] - state_before;
+  AllocationTrace trace;
+  {
+    const AllocationTraceScope recorded(allocator, trace);
+    take_step(copy, sgd, images, labels);
+  }
+  recording.events = trace.events();
+  recording.marks = trace.marks();
+  return recording;
+}
+
+// A block's size at `batch`, from its sizes at the two recorded batches (a fixed part and a part
+// per example).
+std::size_t bytes_at(std::size_t small, std::size_t larger, int batch) {
+  const double per_example = (static_cast<double>(larger) - static_cast<double>(small)) / (kLargerBatch - kSmallBatch);
+  const double bytes = static_cast<double>(small) + per_example * (batch - kSmallBatch);
+  return Allocator::block_size(bytes <= 0 ? 0 : static_cast<std::size_t>(std::llround(bytes)));
+}
+
+void check_lined_up(const Recording& small, const Recording& larger) {
+  TUNECNN_CHECK(small.events.size() == larger.events.size(), "cannot predict the step's memory: it makes ",
+                small.events.size(), " allocation events at batch ", kSmallBatch, " but ", larger.events.size(),
+                " at batch ", kLargerBatch);
+  for (std::size_t i = 0; i < small.events.size(); ++i) {
+    const AllocationEvent& a = small.events[i];
+    const AllocationEvent& b = larger.events[i];
+    TUNECNN_CHECK(a.kind == b.kind && a.use == b.use && a.mark == b.mark,
+                  "cannot predict the step's memory: its allocation events at batches ", kSmallBatch, " and ",
+                  kLargerBatch, " differ at event ", i);
+  }
+}
+
+// The largest workspace any of the real model's conv layers takes for the recorded call's
+// problem at the real batch (layers of one shape may run different plans).
+std::size_t workspace_at(const std::vector<LayerPair>& layers, ConvProblem problem, int batch) {
+  const Direction dir = problem.dir;
+  problem.mb = batch;
+  const ConvProblem fwd = problem.with_dir(Direction::fwd);
+  std::size_t most = 0;
+  for (const LayerPair& layer : layers) {
+    auto* conv = dynamic_cast<Conv2d*>(layer.real);
+    if (conv == nullptr) continue;
+    ConvProblem own;
+    try {
+      own = conv->problem_for({fwd.mb, fwd.ic, fwd.ih, fwd.iw});
+    } catch (const Error&) {
+      continue;  // a layer of other channels
+    }
+    if (own.key() != fwd.key()) continue;
+    const ConvPlan& plan = conv->plan_for(fwd).for_direction(dir);
+    most = std::max(most, plan.solver->workspace_bytes(fwd.with_dir(dir), plan.config));
+  }
+  return most;
+}
+
+// Replays a recorded step at another batch: the timeline of live bytes, with the real plans'
+// workspaces in the conv calls.
+class Replay {
+ public:
+  Replay(const Recording& small, const Recording& larger, const std::vector<LayerPair>& layers, int batch)
+      : small_(small), larger_(larger), layers_(layers), batch_(batch) {}
+
+  // `start`: what is live before the step, by use.
+  StepPeak run(const BytesByUse& start) {
+    by_use_ = start;
+    for (std::size_t bytes : start) live_ += bytes;
+    live_ += carried();
+    for (std::size_t i = 0; i < small_.events.size(); ++i) {
+      const AllocationEvent& e = small_.events[i];
+      switch (e.kind) {
+        case AllocationEvent::Kind::mark_begin: begin_conv(e.mark); break;
+        case AllocationEvent::Kind::mark_end: end_conv(); break;
+        case AllocationEvent::Kind::allocate: allocate(e, bytes_of(i)); break;
+        case AllocationEvent::Kind::free: free(e, bytes_of(i)); break;
+      }
+    }
+    return finish();
+  }
+
+ private:
+  struct LiveBlock {
+    std::size_t bytes;
+    MemoryUse use;
+    const void* layer;
+  };
+  const Recording& small_;
+  const Recording& larger_;
+  const std::vector<LayerPair>& layers_;
+  int batch_;
+  std::unordered_map<const void*, LiveBlock> blocks_;  // by the small step's pointers
+  std::map<const void*, std::size_t> by_layer_, by_layer_at_peak_;
+  BytesByUse by_use_{};
+  std::size_t live_ = 0;
+  bool in_conv_ = false;
+  bool backward_ = false;
+  std::size_t conv_workspace_ = 0;
+  StepPeak peak_;
+
+  std::size_t bytes_of(std::size_t i) const { return bytes_at(small_.events[i].bytes, larger_.events[i].bytes, batch_); }
+  // A conv call's own workspace is replaced by the real plan's.
+  bool replaced(const AllocationEvent& e) const { return in_conv_ && e.use == MemoryUse::workspaces; }
+
+  // Blocks the step frees that it did not make: the step before made them, so they are live
+  // from the start.
+  std::size_t carried() {
+    std::unordered_map<const void*, bool> made;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < small_.events.size(); ++i) {
+      const AllocationEvent& e = small_.events[i];
+      in_conv_ = e.kind == AllocationEvent::Kind::mark_begin || (in_conv_ && e.kind != AllocationEvent::Kind::mark_end);
+      if (replaced(e)) continue;
+      if (e.kind == AllocationEvent::Kind::allocate) made[e.block] = true;
+      if (e.kind == AllocationEvent::Kind::free && !made.erase(e.block)) {
+        bytes += bytes_of(i);
+        blocks_[e.block] = {bytes_of(i), e.use, nullptr};
+        by_use_[static_cast<int>(e.use)] += bytes_of(i);
+      }
+    }
+    in_conv_ = false;
+    return bytes;
+  }
+
+  void begin_conv(std::size_t mark) {
+    in_conv_ = true;
+    const auto* problem = std::any_cast<ConvProblem>(&small_.marks[mark]);
+    conv_workspace_ = problem ? Allocator::block_size(workspace_at(layers_, *problem, batch_)) : 0;
+    peak_.largest_workspace = std::max(peak_.largest_workspace, conv_workspace_);
+    live_ += conv_workspace_;
+    by_use_[static_cast<int>(MemoryUse::workspaces)] += conv_workspace_;
+    note_peak();
+  }
+
+  void end_conv() {
+    in_conv_ = false;
+    live_ -= conv_workspace_;
+    by_use_[static_cast<int>(MemoryUse::workspaces)] -= conv_workspace_;
+    conv_workspace_ = 0;
+  }
+
+  void allocate(const AllocationEvent& e, std::size_t bytes) {
+    if (replaced(e)) return;
+    backward_ |= e.use == MemoryUse::gradients;
+    blocks_[e.block] = {bytes, e.use, e.layer};
+    live_ += bytes;
+    by_use_[static_cast<int>(e.use)] += bytes;
+    if (e.layer != nullptr) by_layer_[e.layer] += bytes;
+    note_peak();
+  }
+
+  void free(const AllocationEvent& e, std::size_t) {
+    if (replaced(e)) return;
+    const auto it = blocks_.find(e.block);
+    TUNECNN_CHECK(it != blocks_.end(), "cannot predict the step's memory: a block freed twice");
+    const LiveBlock& block = it->second;
+    live_ -= block.bytes;
+    by_use_[static_cast<int>(block.use)] -= block.bytes;
+    if (block.layer != nullptr) by_layer_[block.layer] -= block.bytes;
+    blocks_.erase(it);
+  }
+
+  void note_peak() {
+    if (live_ <= peak_.bytes) return;
+    peak_.bytes = live_;
+    peak_.by_use = by_use_;
+    peak_.in_backward = backward_;
+    by_layer_at_peak_ = by_layer_;
+  }
+
+  StepPeak finish() {
+    for (const auto& [layer, bytes] : by_layer_at_peak_) {
+      if (bytes == 0) continue;
+      const auto named = std::find_if(layers_.begin(), layers_.end(), [&](const LayerPair& l) { return l.copy == layer; });
+      peak_.layers_keeping.emplace_back(named == layers_.end() ? "?" : named->name, bytes);
+    }
+    std::stable_sort(peak_.layers_keeping.begin(), peak_.layers_keeping.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return peak_;
+  }
+};
+
+}  // namespace
+
+StepPeak predict_step_peak(const StepMemoryQuery& query) {
+  TUNECNN_CHECK(query.model != nullptr && query.make_model, "predict_step_peak: no model");
+  TUNECNN_CHECK(query.input.size() == 3 && query.batch > 0 && query.classes > 1, "predict_step_peak: bad query");
+  const BytesByUse live_before = allocator_for(Device::cpu).stats().current_by_use;
+  std::shared_ptr<Module> copy = query.make_model();
+  std::vector<LayerPair> layers;
+  pair_layers(*query.model, *copy, "", layers);
+  for (const LayerPair& layer : layers) {
+    if (auto* conv = dynamic_cast<Conv2d*>(layer.real))
+      dynamic_cast<Conv2d&>(*layer.copy).set_planner(std::make_shared<FollowingConvPlanner>(*conv, query.batch));
+    if (auto* pool = dynamic_cast<Pool2d*>(layer.real))
+      dynamic_cast<Pool2d&>(*layer.copy).set_planner(std::make_shared<FollowingPoolPlanner>(*pool, query.batch));
+  }
+  const Recording small = record_step(*copy, query, kSmallBatch);
+  const Recording larger = record_step(*copy, query, kLargerBatch);
+  check_lined_up(small, larger);
+  // From what is live now, with the optimizer's state its first step makes and the input batches.
+  const std::size_t input_bytes = Allocator::block_size(sizeof(float) * static_cast<std::size_t>(query.batch) *
+                                                        query.input[0] * query.input[1] * query.input[2]);
+  BytesByUse start = live_before;
+  start[static_cast<int>(MemoryUse::optimizer_state)] += small.optimizer_state;
+  start[static_cast<int>(MemoryUse::activations)] += query.batches_in_flight * input_bytes;
+  return Replay(small, larger, layers, query.batch).run(start);
+}
+
+}  // namespace tunecnn
