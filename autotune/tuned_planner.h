@@ -125,6 +125,9 @@ class TunedPlanner final : public ConvPlanner, public PoolPlanner, public Softma
   // entry is used but not stored); later keys get the `off` plan (thresholds or the untuned
   // default) and are left for a later run. Call before planning.
   void set_budget(double seconds, std::function<double()> clock = {});
+  // The conv workspace limit (TunerOptions::max_workspace_bytes) from now on: plans made after
+  // it take each direction's best candidate within it (train --memory-budget lowers it).
+  void set_max_workspace(std::size_t bytes) { options_.max_workspace_bytes = bytes; }
   bool has_budget() const { return budget_seconds_ > 0; }
 
   // ---- resolving a layer's keys by the policy (tuned_planner.cpp) -------------------------------

@@ -67,6 +67,10 @@ class LayerScope {
 };
 const void* current_layer();
 
+// The mark Variable::backward places around a whole backward pass.
+struct BackwardMark {};
+inline constexpr BackwardMark kBackwardMark{};
+
 // Places a mark around a stretch of work when a trace is being recorded; nothing otherwise.
 class TraceMark {
  public:

@@ -149,8 +149,24 @@ void Allocator::set_cache_policy(CachePolicy policy) {
 }
 
 void Allocator::set_cache_limit(std::size_t bytes) {
+  std::vector<std::pair<std::size_t, void*>> released;
+  {
+    std::lock_guard lock(mutex_);
+    cache_limit_ = bytes;
+    live_high_water_ = stats_.current_bytes + stats_.slack_bytes;  // the limit counts from here
+    released = blocks_to_release_for(0);
+  }
+  for (const auto& [size, block] : released) system_free(block, size);
+}
+
+CachePolicy Allocator::cache_policy() const {
   std::lock_guard lock(mutex_);
-  cache_limit_ = bytes;
+  return cache_policy_;
+}
+
+std::size_t Allocator::cache_limit() const {
+  std::lock_guard lock(mutex_);
+  return cache_limit_;
 }
 
 void Allocator::set_trace(AllocationTrace* trace) {

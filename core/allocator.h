@@ -86,8 +86,11 @@ class Allocator {
   void set_cache_policy(CachePolicy policy);          // keep by default
   // Under the bounded policy, live + cached bytes may grow up to `bytes` (or the live high-water
   // mark, if higher) before blocks are given back: a memory budget (train --memory-budget) caps
-  // the cache without paying for blocks made again while there is room. 0 by default.
+  // the cache without paying for blocks made again while there is room. 0 by default. Gives
+  // back at once what the cache holds beyond it; the high-water mark starts again from what is live.
   void set_cache_limit(std::size_t bytes);
+  CachePolicy cache_policy() const;
+  std::size_t cache_limit() const;
   // Records every block handed out and taken back into `trace` (null: stops); AllocationTraceScope.
   void set_trace(AllocationTrace* trace);
 

@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "core/allocation_trace.h"
 #include "core/allocator.h"
 #include "core/tensor_math.h"
 
@@ -121,6 +122,7 @@ std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
 
 void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready) {
   TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
+  const TraceMark traced(kBackwardMark);  // where a recorded step's backward begins
   const MemoryUseScope counted_as(MemoryUse::gradients);
   add_grad(grad.clone());
   std::vector<std::shared_ptr<Node>> order = topological_order();

@@ -194,6 +194,9 @@ TEST(Allocator, ABoundedCacheWithALimitKeepsBlocksUpToTheLimit) {
   EXPECT_EQ(alloc.system_frees, 1);
   alloc.deallocate(a, 3 * kMiB, MemoryUse::activations);
   alloc.deallocate(b, 3 * kMiB / 2, MemoryUse::activations);
+  EXPECT_EQ(alloc.stats().cached_bytes, 9 * kMiB / 2);
+  alloc.set_cache_limit(2 * kMiB);  // a lower limit gives back what is over it at once
+  EXPECT_EQ(alloc.stats().cached_bytes, 3 * kMiB / 2);
 }
 
 TEST(Allocator, BoundedGivesBackTheSmallestBlockThatMakesRoom) {

@@ -17,6 +17,7 @@
 #include "apps/bench/max_batch.h"
 #include "apps/bench/process_memory.h"
 #include "apps/common/cli.h"
+#include "apps/training/memory_budget.h"
 #include "apps/training/step_memory.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
@@ -65,7 +66,10 @@ CommandLine memory_command_line() {
   cli.flag("max-batch", "instead of one batch: the largest batch whose step's resident-set growth fits "
                         "--memory-budget, ours and PyTorch's (doubling from 1, then bisecting; each try "
                         "builds the network afresh and runs 1 + --steps steps)");
-  cli.option("memory-budget", "4G", "with --max-batch: the budget, in bytes or with K, M or G (powers of 1024)");
+  cli.option("memory-budget", "",
+             "in bytes or with K, M or G (powers of 1024). Alone: plan the step within it as train "
+             "--memory-budget does (the allocator's peak), then measure. With --max-batch: the resident-set "
+             "budget each try must fit (default 4G)");
   cli.option("max-batch-limit", "1024", "with --max-batch: the largest batch tried");
   return cli;
 }
@@ -74,16 +78,45 @@ int default_classes(const std::string& model) {
   return model == "alexnet" || model.rfind("mobilenet", 0) == 0 ? 1000 : 10;
 }
 
-void plan_layers(const CommandLine& cli, Module& model, const Shape& batch_shape) {
-  if (cli.get("tune") == "off") return;
+std::shared_ptr<TunedPlanner> make_tuner(const CommandLine& cli) {
   const std::filesystem::path cache =
       cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path();
   DeviceIdentity identity = device_identity(Device::cpu);
-  auto tuner = std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
-                                              std::move(identity.id), std::move(identity.fields),
-                                              default_system_tuning_cache_path());
-  NetworkPlanner(tuner).plan(model, batch_shape);
-  std::cout << "# " << tuner->summary() << "\n";
+  return std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
+                                        std::move(identity.id), std::move(identity.fields),
+                                        default_system_tuning_cache_path());
+}
+
+// --memory-budget alone: the budget for planning the step, as train takes it.
+std::optional<std::size_t> planning_budget(const CommandLine& cli) {
+  if (!cli.has("memory-budget") || cli.has("max-batch")) return std::nullopt;
+  const std::optional<std::size_t> budget = parse_memory_size(cli.has("memory-budget") ? cli.get("memory-budget") : "4G");
+  if (!budget || *budget == 0)
+    throw UsageError("bench memory: --memory-budget must be a size such as 4G, 512M or 1048576, not '" +
+                     cli.get("memory-budget") + "'");
+  return budget;
+}
+
+// Plans the layers as train does (under --tune off without a budget: the layers' own defaults),
+// within --memory-budget when there is one, and predicts the step's peak.
+std::optional<StepPeak> plan_layers(const CommandLine& cli, Module& model, const Shape& batch_shape,
+                                    const StepMemoryQuery& query, bool predicted) {
+  const std::optional<std::size_t> budget = planning_budget(cli);
+  std::shared_ptr<TunedPlanner> tuner;
+  if (cli.get("tune") != "off" || budget) tuner = make_tuner(cli);
+  const auto plan = [&](std::size_t max_workspace) {
+    tuner->set_max_workspace(max_workspace);
+    NetworkPlanner(tuner).plan(model, batch_shape);
+  };
+  if (tuner) plan(SIZE_MAX);
+  const auto predict = [&] { return predict_step_peak(query); };
+  if (!budget) {
+    if (tuner) std::cout << "# " << tuner->summary() << "\n";
+    return predicted ? std::optional(predict()) : std::nullopt;
+  }
+  const MemoryBudgetFit fit = fit_memory_budget(*budget, {predict, plan});
+  std::cout << "# " << tuner->summary() << "\n# memory budget: " << fit.describe(*budget) << "\n";
+  return fit.predicted;
 }
 
 struct OurPeak {
@@ -100,17 +133,13 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
   Rng rng(1);
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
   const Shape batch_shape{batch, input[0], input[1], input[2]};
-  plan_layers(cli, *model, batch_shape);
-  std::optional<StepPeak> predicted;
-  if (predict) {
-    StepMemoryQuery query{[&] {
-                            Rng copy_rng(1);
-                            return std::shared_ptr<Module>(
-                                build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, copy_rng));
-                          },
-                          model.get(), input, batch, classes, kBenchSgd};
-    predicted = predict_step_peak(query);
-  }
+  const StepMemoryQuery query{[&] {
+                                Rng copy_rng(1);
+                                return std::shared_ptr<Module>(
+                                    build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, copy_rng));
+                              },
+                              model.get(), input, batch, classes, kBenchSgd};
+  const std::optional<StepPeak> predicted = plan_layers(cli, *model, batch_shape, query, predict);
   Tensor images = Tensor::empty(batch_shape);
   uniform_fill(images, -1, 1, rng);
   std::vector<std::int32_t> labels(batch);
@@ -172,7 +201,7 @@ std::string describe_search(const MaxBatch& found) {
 // --max-batch: the largest batch whose step's resident-set growth fits the budget, ours and
 // PyTorch's, searched the same way (max_batch.h).
 int report_max_batch(const CommandLine& cli, const std::string& model, const Shape& input, int classes) {
-  const std::optional<std::size_t> budget = parse_memory_size(cli.get("memory-budget"));
+  const std::optional<std::size_t> budget = parse_memory_size(cli.has("memory-budget") ? cli.get("memory-budget") : "4G");
   if (!budget || *budget == 0)
     throw UsageError("bench memory: --memory-budget must be a size such as 4G, 512M or 1048576, not '" +
                      cli.get("memory-budget") + "'");
@@ -260,7 +289,8 @@ int bench_memory(int argc, const char* const* argv) {
     for (char& c : name) c = c == ' ' ? '_' : c;
     std::printf(" %s_mb=%.2f", name.c_str(), ours.allocator.at_peak_by_use[use] / kMiB);
   }
-  std::printf(" last_step_system_allocations=%zu", ours.last_step_system_allocations);
+  std::printf(" last_step_system_allocations=%zu cached_mb=%.2f", ours.last_step_system_allocations,
+              ours.allocator.cached_bytes / kMiB);
   if (ours.predicted) std::printf(" predicted_peak_mb=%.2f", ours.predicted->bytes / kMiB);
   if (ours.rss_growth) std::printf(" rss_growth_mb=%.2f", *ours.rss_growth / kMiB);
   if (theirs.rss_growth) std::printf(" pytorch_rss_growth_mb=%.2f", *theirs.rss_growth / kMiB);

@@ -4,6 +4,7 @@
 #include <any>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/allocation_trace.h"
@@ -96,7 +97,7 @@ Recording record_step(Module& copy, const StepMemoryQuery& query, int batch) {
   std::vector<std::int32_t> labels(batch);
   for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % query.classes);
   Allocator& allocator = allocator_for(Device::cpu);
-  Sgd sgd(copy.parameters(), query.sgd);
+  Sgd sgd(query.trained_parameters ? query.trained_parameters(copy) : copy.parameters(), query.sgd);
   const std::size_t state_before = allocator.stats().current_by_use[static_cast<int>(MemoryUse::optimizer_state)];
   take_step(copy, sgd, images, labels);
   Recording recording;
@@ -171,8 +172,8 @@ class Replay {
     for (std::size_t i = 0; i < small_.events.size(); ++i) {
       const AllocationEvent& e = small_.events[i];
       switch (e.kind) {
-        case AllocationEvent::Kind::mark_begin: begin_conv(e.mark); break;
-        case AllocationEvent::Kind::mark_end: end_conv(); break;
+        case AllocationEvent::Kind::mark_begin: begin_mark(e.mark); break;
+        case AllocationEvent::Kind::mark_end: end_mark(e.mark); break;
         case AllocationEvent::Kind::allocate: allocate(e, bytes_of(i)); break;
         case AllocationEvent::Kind::free: free(e, bytes_of(i)); break;
       }
@@ -194,14 +195,20 @@ class Replay {
   std::map<const void*, std::size_t> by_layer_, by_layer_at_peak_;
   BytesByUse by_use_{};
   std::size_t live_ = 0;
-  bool in_conv_ = false;
+  std::optional<std::size_t> conv_mark_;  // the conv call being replayed
   bool backward_ = false;
   std::size_t conv_workspace_ = 0;
   StepPeak peak_;
 
   std::size_t bytes_of(std::size_t i) const { return bytes_at(small_.events[i].bytes, larger_.events[i].bytes, batch_); }
   // A conv call's own workspace is replaced by the real plan's.
-  bool replaced(const AllocationEvent& e) const { return in_conv_ && e.use == MemoryUse::workspaces; }
+  bool replaced(const AllocationEvent& e) const { return conv_mark_ && e.use == MemoryUse::workspaces; }
+  const ConvProblem* conv_call(std::size_t mark) const { return std::any_cast<ConvProblem>(&small_.marks[mark]); }
+  // Follows the conv calls' marks: what replaced() needs.
+  void follow_mark(const AllocationEvent& e) {
+    if (e.kind == AllocationEvent::Kind::mark_begin && conv_call(e.mark)) conv_mark_ = e.mark;
+    if (e.kind == AllocationEvent::Kind::mark_end && conv_mark_ == e.mark) conv_mark_.reset();
+  }
 
   // Blocks the step frees that it did not make: the step before made them, so they are live
   // from the start.
@@ -210,7 +217,7 @@ class Replay {
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < small_.events.size(); ++i) {
       const AllocationEvent& e = small_.events[i];
-      in_conv_ = e.kind == AllocationEvent::Kind::mark_begin || (in_conv_ && e.kind != AllocationEvent::Kind::mark_end);
+      follow_mark(e);
       if (replaced(e)) continue;
       if (e.kind == AllocationEvent::Kind::allocate) made[e.block] = true;
       if (e.kind == AllocationEvent::Kind::free && !made.erase(e.block)) {
@@ -219,22 +226,25 @@ class Replay {
         by_use_[static_cast<int>(e.use)] += bytes_of(i);
       }
     }
-    in_conv_ = false;
+    conv_mark_.reset();
     return bytes;
   }
 
-  void begin_conv(std::size_t mark) {
-    in_conv_ = true;
-    const auto* problem = std::any_cast<ConvProblem>(&small_.marks[mark]);
-    conv_workspace_ = problem ? Allocator::block_size(workspace_at(layers_, *problem, batch_)) : 0;
+  void begin_mark(std::size_t mark) {
+    backward_ |= std::any_cast<BackwardMark>(&small_.marks[mark]) != nullptr;
+    const ConvProblem* problem = conv_call(mark);
+    if (problem == nullptr) return;
+    conv_mark_ = mark;
+    conv_workspace_ = Allocator::block_size(workspace_at(layers_, *problem, batch_));
     peak_.largest_workspace = std::max(peak_.largest_workspace, conv_workspace_);
     live_ += conv_workspace_;
     by_use_[static_cast<int>(MemoryUse::workspaces)] += conv_workspace_;
     note_peak();
   }
 
-  void end_conv() {
-    in_conv_ = false;
+  void end_mark(std::size_t mark) {
+    if (conv_mark_ != mark) return;
+    conv_mark_.reset();
     live_ -= conv_workspace_;
     by_use_[static_cast<int>(MemoryUse::workspaces)] -= conv_workspace_;
     conv_workspace_ = 0;
@@ -242,7 +252,6 @@ class Replay {
 
   void allocate(const AllocationEvent& e, std::size_t bytes) {
     if (replaced(e)) return;
-    backward_ |= e.use == MemoryUse::gradients;
     blocks_[e.block] = {bytes, e.use, e.layer};
     live_ += bytes;
     by_use_[static_cast<int>(e.use)] += bytes;

@@ -27,6 +27,8 @@ struct StepMemoryQuery {
   int batch = 0;
   int classes = 0;
   SgdOptions sgd;
+  // The parameters SGD steps (--freeze-until leaves some out); empty: all of the model's.
+  std::function<std::vector<NamedVariable>(Module&)> trained_parameters;
   int batches_in_flight = 1;  // input batches alive beside the step (1: the step's own)
 };
 

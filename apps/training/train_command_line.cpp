@@ -46,6 +46,12 @@ TrainOptions options_from(const CommandLine& cli) {
   o.threads = cli.get_int("threads");
   o.allocator_cache = allocator_cache_option(cli);
   o.recompute_activations = cli.has("recompute-activations");
+  if (cli.has("memory-budget")) {
+    const std::optional<std::size_t> bytes = parse_memory_size(cli.get("memory-budget"));
+    TUNECNN_CHECK(bytes && *bytes > 0, "--memory-budget must be a size such as 2G, 512M or 1048576, got '",
+                  cli.get("memory-budget"), "'");
+    o.memory_budget = *bytes;
+  }
   o.device = parse_device(cli.get("device"));
   o.checkpoint_dir = cli.get("checkpoint-dir");
   o.checkpoint_every = cli.get_int("checkpoint-every");
@@ -133,6 +139,11 @@ CommandLine train_command_line() {
                              "with the CUDA backend)");
   add_allocator_cache_option(cli);
   add_recompute_activations_option(cli);
+  cli.option("memory-budget", "",
+             "the most a training step may hold at its peak (tensors, workspaces, layout copies; bytes, or "
+             "with K, M or G): before the first step the planner predicts the peak and, while it is over, "
+             "recomputes BatchNorm outputs and plans smaller conv workspaces; the allocator's cache is "
+             "capped there too. CPU only");
   cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
                              "mpirun starts on this host)");
   cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt, and previous.ckpt before it), written "

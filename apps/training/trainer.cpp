@@ -21,6 +21,7 @@
 #include "apps/training/data_parallel.h"
 #include "apps/training/data_sources.h"
 #include "apps/training/initial_weights.h"
+#include "apps/training/memory_budget.h"
 #include "apps/training/model_export.h"
 #include "apps/training/progress.h"
 #include "autotune/fingerprint.h"
@@ -135,6 +136,7 @@ class Run {
   std::string initial_weights_note_;               // what loading them left out, for the user
   std::string frozen_note_;                        // --freeze-until's layers, for the user
   Planners planners_;  // the tuner's, under --tune; the untuned defaults otherwise
+  std::optional<MemoryBudgetFit> memory_fit_;  // under --memory-budget
 
   void setup();
   void check_device() const;
@@ -144,6 +146,7 @@ class Run {
   void create_tuner();
   std::vector<NamedVariable> trained_parameters();
   void prepare_plans();
+  void fit_memory_budget();
   void resume();
   void save(const std::string& why);
   TrainStatus train_epoch(Progress& progress);
@@ -157,6 +160,7 @@ class Run {
   std::string plan_text() const;
   StepSums reduce_step(StepSums sums);
   std::string allreduce_text() const;
+  std::string memory_text() const;
 };
 
 // Before the data loads: a GPU run on a machine without one fails at once, saying why in the words
@@ -281,13 +285,13 @@ std::vector<std::string> frozen_layer_prefixes(const Module& model, const std::s
   TUNECNN_FAIL("--freeze-until ", printable(last), ": model ", model_name, " has no such layer; its layers: ", names);
 }
 
-// Every parameter, or under --freeze-until those of the layers after the named one.
-std::vector<NamedVariable> Run::trained_parameters() {
-  if (o_.freeze_until.empty()) return model_->parameters();
-  const std::vector<std::string> frozen = frozen_layer_prefixes(*model_, o_.freeze_until, o_.model);
+// Every parameter of `model`, or under --freeze-until those of the layers after the named one;
+// `kept` counts the others' weights.
+std::vector<NamedVariable> trained_parameters_of(Module& model, const TrainOptions& o, std::int64_t& kept) {
+  if (o.freeze_until.empty()) return model.parameters();
+  const std::vector<std::string> frozen = frozen_layer_prefixes(model, o.freeze_until, o.model);
   std::vector<NamedVariable> trained;
-  std::int64_t kept = 0;
-  for (const NamedVariable& parameter : model_->parameters()) {
+  for (const NamedVariable& parameter : model.parameters()) {
     const std::string& name = parameter.first;
     const bool in_frozen_layer = std::any_of(frozen.begin(), frozen.end(),
                                              [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
@@ -296,6 +300,13 @@ std::vector<NamedVariable> Run::trained_parameters() {
     else
       trained.push_back(parameter);
   }
+  return trained;
+}
+
+std::vector<NamedVariable> Run::trained_parameters() {
+  std::int64_t kept = 0;
+  std::vector<NamedVariable> trained = trained_parameters_of(*model_, o_, kept);
+  if (o_.freeze_until.empty()) return trained;
   frozen_note_ = "layers " + model_->children().front().first + " to " + o_.freeze_until + " frozen (" +
                  std::to_string(kept) + " parameters not trained)";
   return trained;
@@ -337,6 +348,45 @@ void Run::prepare_plans() {
     if (!train_sizes.count(size)) plan_for(size, LayerUse::inference);
   if (talk_) out_ << tuner_->summary() << "\n";
   if (dp_.active() && dp_.comm().is_root()) dp_.send_tuning(*tuner_);
+}
+
+// --memory-budget: the step's predicted peak brought within it (memory_budget.h), from a copy
+// of the model stepped at small batches; the plans for other batch sizes follow the same limit.
+void Run::fit_memory_budget() {
+  if (o_.memory_budget == 0) return;
+  TUNECNN_CHECK(o_.device == Device::cpu, "--memory-budget plans the CPU's memory; GPU device memory is not "
+                "planned yet: leave it out with --device ", to_string(o_.device));
+  TUNECNN_CHECK(!dp_.active(), "--memory-budget is not planned across ranks yet: leave it out under mpirun");
+  const Shape input = data_.train->example_shape();
+  const int classes = static_cast<int>(data_.train->num_classes());
+  StepMemoryQuery query;
+  query.make_model = [&] {
+    Rng rng(o_.seed);  // not the run's: the copy's weights do not matter, the run's stream does
+    return std::shared_ptr<Module>(build_model(o_.model, ModelOptions{.input_shape = input, .num_classes = classes}, rng));
+  };
+  query.model = model_.get();
+  query.input = input;
+  query.batch = static_cast<int>(std::min<std::int64_t>(o_.batch_size, data_.train->size()));
+  query.classes = classes;
+  query.sgd = SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov};
+  query.trained_parameters = [this](Module& copy) {
+    std::int64_t kept = 0;
+    return trained_parameters_of(copy, o_, kept);
+  };
+  // The loader's queue full, one more assembled and waiting for room, and the step's own.
+  query.batches_in_flight = DataLoaderOptions{}.prefetch + 2;
+  MemoryBudgetPlanning planning{[&] { return predict_step_peak(query); }, {}};
+  if (tuner_)
+    planning.replan = [this](std::size_t max_workspace) {
+      tuner_->set_max_workspace(std::min(max_workspace, o_.max_workspace));
+      const bool talking = talk_;
+      talk_ = false;  // one tuning line, from the first planning
+      prepare_plans();
+      talk_ = talking;
+    };
+  memory_fit_ = tunecnn::fit_memory_budget(o_.memory_budget, planning);
+  allocator_for(Device::cpu).reset_peak();
+  if (talk_) out_ << "memory budget: " << memory_fit_->describe(o_.memory_budget) << "\n";
 }
 
 // One name per line, for `predict` (class names hold no newline: folder names, the data sets' own).
@@ -645,6 +695,14 @@ std::string Run::allreduce_text() const {
   return text;
 }
 
+// Under --memory-budget, what the allocator held against what was predicted (the evaluation's
+// forward passes included).
+std::string Run::memory_text() const {
+  const MemoryStats stats = allocator_for(Device::cpu).stats();
+  return "memory: peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
+         "), held at most " + mebibytes(stats.peak_held_bytes) + " of the budget " + mebibytes(o_.memory_budget);
+}
+
 std::string Run::skipped_text() const {
   const std::int64_t skipped = data_.train->skipped_files() + data_.test->skipped_files();
   if (skipped == 0) return "";
@@ -656,6 +714,7 @@ TrainResult Run::execute() {
   setup();
   if (o_.resume) resume();
   prepare_plans();
+  fit_memory_budget();
   if (dp_.active()) dp_.check_same_start(plan_text(), *model_);
   std::unique_ptr<CsvLog> log;
   if (!o_.log_csv.empty() && dp_.comm().is_root()) log = std::make_unique<CsvLog>(o_.log_csv, o_.resume ? epoch_ : 0);
@@ -686,6 +745,7 @@ TrainResult Run::execute() {
            << static_cast<long>(metrics.images_per_s) << " img/s, "
            << format_duration(metrics.seconds) << data_wait_text(metrics) << skipped_text()
            << allreduce_text() << "\n";
+    if (talk_ && memory_fit_) out_ << memory_text() << "\n";
     if (log) log->append(metrics);
     result.epochs.push_back(metrics);
     ++epoch_;

@@ -26,6 +26,10 @@ struct TrainOptions {
   int epochs = 2;
   CachePolicy allocator_cache = CachePolicy::keep;  // the CPU allocator's
   bool recompute_activations = false;  // set_recompute_activations
+  // Bytes the CPU allocator's peak in a training step must fit (apps/training/memory_budget.h):
+  // the planner lowers workspaces and recomputes activations until the predicted peak fits, and
+  // the allocator's cache is capped there. 0: none.
+  std::size_t memory_budget = 0;
   int batch_size = 64;
   // Unset: the model's own (training_defaults in models/registry.h), as is warmup_epochs.
   std::optional<double> lr;

@@ -1,0 +1,98 @@
+#include "apps/training/memory_budget.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/variable.h"
+
+namespace tunecnn {
+namespace {
+
+std::size_t at_peak(const StepPeak& peak, MemoryUse use) { return peak.by_use[static_cast<int>(use)]; }
+
+std::string what_the_peak_holds(const StepPeak& peak) {
+  std::string text;
+  for (std::size_t use = 0; use < kMemoryUses; ++use)
+    if (peak.by_use[use] > 0)
+      text += (text.empty() ? "" : ", ") + std::string(to_string(static_cast<MemoryUse>(use))) + " " +
+              mebibytes(peak.by_use[use]);
+  return text;
+}
+
+std::string layers_keeping_most(const StepPeak& peak) {
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(peak.layers_keeping.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i)
+    text += (i ? ", " : "") + peak.layers_keeping[i].first + " " + mebibytes(peak.layers_keeping[i].second);
+  return text.empty() ? "none named" : text;
+}
+
+// What was tried, for the message when nothing fits.
+std::string what_was_tried(const MemoryBudgetFit& fit) {
+  std::string text = fit.recomputed_activations ? "with activations recomputed" : "";
+  if (fit.workspace_cap != SIZE_MAX)
+    text += std::string(text.empty() ? "with" : " and") + " conv workspaces at most " + mebibytes(fit.workspace_cap);
+  return text.empty() ? "as planned" : text;
+}
+
+[[noreturn]] void fail(std::size_t budget, const MemoryBudgetFit& fit) {
+  const StepPeak& peak = fit.predicted;
+  TUNECNN_FAIL("--memory-budget ", mebibytes(budget), " is too small: the step's predicted peak is ",
+               mebibytes(peak.bytes), " ", what_was_tried(fit), ", ", mebibytes(peak.bytes - budget),
+               " over (", peak.in_backward ? "in backward" : "in the forward pass", "; it holds ",
+               what_the_peak_holds(peak), "). The layers keeping the most then: ", layers_keeping_most(peak),
+               ". A smaller --batch-size or a larger budget would fit.");
+}
+
+}  // namespace
+
+std::string mebibytes(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  return text;
+}
+
+std::string MemoryBudgetFit::describe(std::size_t budget) const {
+  std::string how;
+  if (recomputed_activations) how = "activations recomputed";
+  if (workspace_cap != SIZE_MAX) how += (how.empty() ? "" : "; ") + std::string("conv workspaces at most ") + mebibytes(workspace_cap);
+  return "predicted peak " + mebibytes(predicted.bytes) + " within " + mebibytes(budget) +
+         (how.empty() ? " as planned" : " (" + how + ")");
+}
+
+MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning) {
+  MemoryBudgetFit fit;
+  fit.recomputed_activations = recompute_activations();
+  fit.predicted = planning.predict();
+  const auto over = [&] { return fit.predicted.bytes > budget ? fit.predicted.bytes - budget : 0; };
+  // Recomputing costs one pass per BatchNorm; kept only where it lowers the peak (a network
+  // without BatchNorm has nothing to recompute).
+  if (over() > 0 && !fit.recomputed_activations && at_peak(fit.predicted, MemoryUse::activations) > 0) {
+    set_recompute_activations(true);
+    const StepPeak recomputed = planning.predict();
+    if (recomputed.bytes < fit.predicted.bytes) {
+      fit.recomputed_activations = true;
+      fit.predicted = recomputed;
+    } else {
+      set_recompute_activations(false);
+    }
+  }
+  // Then, while the peak is in a conv call, a lower workspace limit: each time what leaves that
+  // call room, until the limit would not go lower.
+  while (over() > 0 && planning.replan) {
+    const std::size_t workspace = at_peak(fit.predicted, MemoryUse::workspaces);
+    const std::size_t cap = workspace > over() ? workspace - over() : 0;
+    if (workspace == 0 || cap >= fit.workspace_cap) break;
+    fit.workspace_cap = cap;
+    planning.replan(cap);
+    fit.predicted = planning.predict();
+  }
+  if (over() > 0) fail(budget, fit);
+  Allocator& allocator = allocator_for(Device::cpu);
+  allocator.set_cache_policy(CachePolicy::bounded);
+  allocator.set_cache_limit(budget);
+  return fit;
+}
+
+}  // namespace tunecnn

@@ -1,0 +1,44 @@
+#pragma once
+// Planning a training step within a memory budget (train and bench memory --memory-budget,
+// issue 29). The step memory predictor (step_memory.h) says what the planned step will hold at
+// its peak; while that is over the budget, the planner lowers what the peak is made of, the
+// cheapest way first:
+// - a conv call's workspace at the peak: the layers are planned again with every conv workspace
+//   at most what leaves room (the tuner's next fastest candidates within it; the layout DP
+//   weighs them as before);
+// - activations at the peak: BatchNorm(+ReLU) outputs are recomputed in backward instead of kept
+//   (--recompute-activations; about 4% of a MobileNet step).
+// The budget also caps the CPU allocator's cache (bounded, up to the budget), so freed blocks are
+// kept while there is room under it and given back beyond it.
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "apps/training/step_memory.h"
+
+namespace tunecnn {
+
+struct MemoryBudgetFit {
+  StepPeak predicted;  // of the plan as installed
+  bool recomputed_activations = false;
+  std::size_t workspace_cap = SIZE_MAX;  // the conv workspace limit it planned with; SIZE_MAX: none
+  // "predicted peak 189.3 MiB within 200.0 MiB (activations recomputed; conv workspaces at most 1.0 MiB)"
+  std::string describe(std::size_t budget) const;
+};
+
+struct MemoryBudgetPlanning {
+  std::function<StepPeak()> predict;  // the peak of the step as now planned
+  // Plans the layers again with every conv workspace at most this many bytes; empty when the
+  // layers cannot be planned again (the workspace is then left as it is).
+  std::function<void(std::size_t)> replan;
+};
+
+// Lowers the planned step's peak until it fits `budget`, as above, and sets the allocator's
+// cache. Leaves recompute_activations() on when it chose it. Throws Error when nothing fits,
+// saying by how much it is over, what the peak holds and the layers that keep the most.
+MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning);
+
+// "189.3 MiB"
+std::string mebibytes(std::size_t bytes);
+
+}  // namespace tunecnn
