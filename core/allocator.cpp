@@ -18,6 +18,7 @@ namespace {
 constexpr std::size_t kAlignment = 64;           // a cache line, and enough for AVX-512 loads
 constexpr std::size_t kLargeBlock = 1 << 20;     // above this, round to kLargeGranule
 constexpr std::size_t kLargeGranule = 64 << 10;
+constexpr std::size_t kHugePage = 2 << 20;
 
 class CpuAllocator final : public Allocator {
  public:
@@ -31,6 +32,7 @@ class CpuAllocator final : public Allocator {
     if (bytes >= kLargeBlock) {
       ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (ptr == MAP_FAILED) ptr = nullptr;
+      if (ptr != nullptr && bytes >= kHugePage) madvise(ptr, bytes, MADV_HUGEPAGE);
     } else {
       ptr = std::aligned_alloc(kAlignment, bytes);
     }
@@ -82,39 +84,11 @@ std::size_t Allocator::block_size(std::size_t bytes) {
 void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
   const std::size_t size = block_size(bytes);
   std::unique_lock lock(mutex_);
-  // Exact size classes first: a training step repeats its shapes, so exact matches are the rule
-  // and no reused block wastes memory.
-  auto it = free_blocks_.find(size);
-  const bool activation_or_gradient = use == MemoryUse::activations || use == MemoryUse::gradients;
-  if (it == free_blocks_.end() && activation_or_gradient && reuses_larger_blocks()) {
-    // Else, for an activation or a gradient, a cached block up to twice the size: fewer blocks
-    // held for the sizes a step has at different moments, and under the bounded policy fewer
-    // given back and made again. Not for parameters and optimizer state (they would hold the
-    // excess for good), nor for workspaces and layout copies, which take exactly what their
-    // solver or transform declares (the planner's arithmetic, and a test, rely on it).
-    it = free_blocks_.lower_bound(size);
-    if (it != free_blocks_.end() && it->first > 2 * size) it = free_blocks_.end();
-  }
-  void* ptr = nullptr;
-  std::size_t held = size;
-  if (it != free_blocks_.end()) {
-    std::tie(held, ptr) = *it;
-    free_blocks_.erase(it);
-    stats_.cached_bytes -= held;
+  void* ptr = arena_ ? arena_->take(size) : nullptr;
+  if (ptr != nullptr)
     ++stats_.reused_allocations;
-    if (held != size) {
-      larger_blocks_.emplace(ptr, held);
-      stats_.slack_bytes += held - size;
-    }
-  } else {
-    const auto released = blocks_to_release_for(size);
-    lock.unlock();
-    for (const auto& [bytes, block] : released) system_free(block, bytes);
-    ptr = system_allocate(size);
-    lock.lock();
-    ++stats_.system_allocations;
-    stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_bytes() + size);
-  }
+  else
+    ptr = from_cache_or_system(size, use, lock);
   stats_.current_bytes += size;
   stats_.current_by_use[static_cast<std::size_t>(use)] += size;
   if (trace_ != nullptr)
@@ -127,10 +101,49 @@ void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
   return ptr;
 }
 
+void* Allocator::from_cache_or_system(std::size_t size, MemoryUse use, std::unique_lock<std::mutex>& lock) {
+  // Exact size classes first: a training step repeats its shapes, so exact matches are the rule
+  // and no reused block wastes memory.
+  auto it = free_blocks_.find(size);
+  const bool activation_or_gradient = use == MemoryUse::activations || use == MemoryUse::gradients;
+  // Not under a cache limit (a memory budget): a larger block's excess, held while it lives, could
+  // take live blocks over the limit by the time the step peaks.
+  if (it == free_blocks_.end() && activation_or_gradient && reuses_larger_blocks() && cache_limit_ == 0) {
+    // Else, for an activation or a gradient, a cached block up to twice the size: fewer blocks
+    // held for the sizes a step has at different moments, and under the bounded policy fewer
+    // given back and made again. Not for parameters and optimizer state (they would hold the
+    // excess for good), nor for workspaces and layout copies, which take exactly what their
+    // solver or transform declares (the planner's arithmetic, and a test, rely on it).
+    it = free_blocks_.lower_bound(size);
+    if (it != free_blocks_.end() && it->first > 2 * size) it = free_blocks_.end();
+  }
+  if (it != free_blocks_.end()) {
+    const auto [held, ptr] = *it;
+    free_blocks_.erase(it);
+    stats_.cached_bytes -= held;
+    ++stats_.reused_allocations;
+    if (held != size) {
+      larger_blocks_.emplace(ptr, held);
+      stats_.slack_bytes += held - size;
+    }
+    return ptr;
+  }
+  const auto released = blocks_to_release_for(size);
+  lock.unlock();
+  for (const auto& [bytes, block] : released) system_free(block, bytes);
+  void* ptr = system_allocate(size);
+  lock.lock();
+  ++stats_.system_allocations;
+  stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_bytes() + size);
+  return ptr;
+}
+
 std::vector<std::pair<std::size_t, void*>> Allocator::blocks_to_release_for(std::size_t size) {
   std::vector<std::pair<std::size_t, void*>> released;
   if (cache_policy_ != CachePolicy::bounded) return released;
-  const std::size_t live_after = stats_.current_bytes + stats_.slack_bytes + size;
+  // An arena's free bytes are held too: a block it could not serve must not take the cache past
+  // the limit beside it.
+  const std::size_t live_after = held_bytes() - stats_.cached_bytes + size;
   const std::size_t limit = std::max({live_high_water_, live_after, cache_limit_});
   while (live_after + stats_.cached_bytes > limit && !free_blocks_.empty()) {
     const std::size_t excess = live_after + stats_.cached_bytes - limit;
@@ -149,14 +162,45 @@ void Allocator::set_cache_policy(CachePolicy policy) {
 }
 
 void Allocator::set_cache_limit(std::size_t bytes) {
-  std::vector<std::pair<std::size_t, void*>> released;
+  std::multimap<std::size_t, void*> cached;
+  std::size_t live = 0;
   {
     std::lock_guard lock(mutex_);
     cache_limit_ = bytes;
-    live_high_water_ = stats_.current_bytes + stats_.slack_bytes;  // the limit counts from here
-    released = blocks_to_release_for(0);
+    // Under a limit the arena serves; blocks cached outside it would be held beyond the limit.
+    cached.swap(free_blocks_);
+    stats_.cached_bytes = 0;
+    if (arena_) retired_arenas_.push_back(std::move(arena_));
+    live = stats_.current_bytes + stats_.slack_bytes;
+    live_high_water_ = live;  // the limit counts from here
   }
-  for (const auto& [size, block] : released) system_free(block, size);
+  for (const auto& [size, block] : cached) system_free(block, size);
+  release_empty_arenas();
+  if (bytes <= live) return;
+  // The rest of the budget, one region: its pages are made resident as blocks first touch them.
+  const std::size_t region = (bytes - live) / kLargeGranule * kLargeGranule;
+  if (region == 0) return;
+  void* base = system_allocate(region);
+  std::lock_guard lock(mutex_);
+  arena_ = std::make_unique<BudgetArena>(base, region);
+  ++stats_.system_allocations;
+  stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_bytes());
+}
+
+void Allocator::release_empty_arenas() {
+  std::vector<std::unique_ptr<BudgetArena>> empty;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = retired_arenas_.begin(); it != retired_arenas_.end();) {
+      if ((*it)->free_bytes() == (*it)->size()) {
+        empty.push_back(std::move(*it));
+        it = retired_arenas_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& arena : empty) system_free(arena->base(), arena->size());
 }
 
 CachePolicy Allocator::cache_policy() const {
@@ -179,6 +223,11 @@ void Allocator::deallocate(void* ptr, std::size_t bytes, MemoryUse use) {
   const std::size_t size = block_size(bytes);
   std::lock_guard lock(mutex_);
   if (trace_ != nullptr) trace_->add({AllocationEvent::Kind::free, use, bytes, 0, ptr, nullptr});
+  if (give_to_arena(ptr)) {
+    stats_.current_bytes -= size;
+    stats_.current_by_use[static_cast<std::size_t>(use)] -= size;
+    return;
+  }
   std::size_t held = size;
   if (const auto larger = larger_blocks_.find(ptr); larger != larger_blocks_.end()) {
     held = larger->second;
@@ -203,7 +252,18 @@ void Allocator::reset_peak() {
   stats_.peak_held_bytes = held_bytes();
 }
 
-std::size_t Allocator::held_bytes() const { return stats_.current_bytes + stats_.slack_bytes + stats_.cached_bytes; }
+bool Allocator::give_to_arena(void* ptr) {
+  if (arena_ && arena_->give(ptr)) return true;
+  for (const auto& retired : retired_arenas_)
+    if (retired->give(ptr)) return true;
+  return false;
+}
+
+std::size_t Allocator::held_bytes() const {
+  std::size_t reserved = arena_ ? arena_->free_bytes() : 0;
+  for (const auto& retired : retired_arenas_) reserved += retired->free_bytes();
+  return stats_.current_bytes + stats_.slack_bytes + stats_.cached_bytes + reserved;
+}
 
 void Allocator::release_cached() {
   std::multimap<std::size_t, void*> blocks;
@@ -212,8 +272,10 @@ void Allocator::release_cached() {
     blocks.swap(free_blocks_);
     stats_.cached_bytes = 0;
     live_high_water_ = stats_.current_bytes + stats_.slack_bytes;
+    if (arena_) retired_arenas_.push_back(std::move(arena_));  // freed below if nothing lives in it
   }
   for (auto& [size, ptr] : blocks) system_free(ptr, size);
+  release_empty_arenas();
 }
 
 Allocator& allocator_for(Device device) {

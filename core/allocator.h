@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/budget_arena.h"
 #include "core/types.h"
 
 namespace tunecnn {
@@ -77,17 +78,20 @@ class Allocator {
   void deallocate(void* ptr, std::size_t bytes, MemoryUse use);
   MemoryStats stats() const;
   void reset_peak();
-  // Gives every cached block back to the system; derived destructors call it while
-  // system_free still works. The bounded policy's high-water mark starts again from what is live:
+  // Gives every cached block back to the system, and the budget's region (set_cache_limit) once
+  // nothing lives in it; derived destructors call it while system_free still works. The bounded policy's high-water mark starts again from what is live:
   // a smaller workload after it (bench memory --max-batch's next try) is not allowed the cache of
   // a larger one before.
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
-  // Under the bounded policy, live + cached bytes may grow up to `bytes` (or the live high-water
-  // mark, if higher) before blocks are given back: a memory budget (train --memory-budget) caps
-  // the cache without paying for blocks made again while there is room. 0 by default. Gives
-  // back at once what the cache holds beyond it; the high-water mark starts again from what is live.
+  // A memory budget (train --memory-budget): what is not live now of `bytes` becomes one region
+  // (core/budget_arena.h) that serves every block from then on, split and merged, so that live
+  // blocks and the region together stay within `bytes` and no block is given back and made
+  // again. A block the region cannot hold (it is full, or too fragmented) comes from the cache or
+  // the system as before, the bounded policy limiting the cache to `bytes`. The cache is given
+  // back at once; a region with live blocks in it serves their frees until it is empty. 0 (the
+  // default): no region.
   void set_cache_limit(std::size_t bytes);
   CachePolicy cache_policy() const;
   std::size_t cache_limit() const;
@@ -109,12 +113,18 @@ class Allocator {
   std::size_t live_high_water_ = 0;  // the highest current_bytes since release_cached (reset_peak leaves it)
   CachePolicy cache_policy_ = CachePolicy::keep;
   std::size_t cache_limit_ = 0;
+  std::unique_ptr<BudgetArena> arena_;  // under a cache limit
+  std::vector<std::unique_ptr<BudgetArena>> retired_arenas_;  // earlier limits', blocks still live
   AllocationTrace* trace_ = nullptr;
 
   // Under mutex_: takes out of the cache the blocks to give back so that, under the bounded
   // policy, a new block of `size` keeps live + cached within the live high-water mark.
   std::vector<std::pair<std::size_t, void*>> blocks_to_release_for(std::size_t size);
-  std::size_t held_bytes() const;  // under mutex_: live, their slack and cached
+  std::size_t held_bytes() const;  // under mutex_: live, their slack, cached and free in arenas
+  // Under mutex_: a miss of the arena, from the cached blocks, else the system (unlocking for it).
+  void* from_cache_or_system(std::size_t size, MemoryUse use, std::unique_lock<std::mutex>& lock);
+  bool give_to_arena(void* ptr);  // under mutex_
+  void release_empty_arenas();
 };
 
 Allocator& allocator_for(Device device);

@@ -57,6 +57,17 @@ Sequential& Sequential::add(std::shared_ptr<Module> layer, std::string name) {
 
 std::optional<Variable> Module::forward_fused(const Variable&, const Module&) { return std::nullopt; }
 
+namespace {
+
+// A recomputable activation made in this Sequential (not its input, the caller's), which the next
+// layer has read and not written over into `out`: that layer's backward, its only later reader,
+// rebuilds it (Variable::set_recompute).
+void release_if_rebuilt_later(Variable& x, const Variable& out, std::size_t i) {
+  if (i > 0 && x.recomputable() && !out.data().shares_storage(x.data())) x.release_data();
+}
+
+}  // namespace
+
 Variable Sequential::forward(const Variable& input) {
   Variable x = input;
   bool reusable = false;  // never the Sequential's own input: the caller's
@@ -65,6 +76,7 @@ Variable Sequential::forward(const Variable& input) {
     const LayerScope running(&layer);  // what its blocks are counted to in a recorded step
     if (i + 1 < layers_.size()) {
       if (std::optional<Variable> fused = layer.forward_fused(x, *layers_[i + 1])) {
+        release_if_rebuilt_later(x, *fused, i);
         x = std::move(*fused);
         reusable = layer.output_reusable_in_place();
         ++i;
@@ -74,9 +86,7 @@ Variable Sequential::forward(const Variable& input) {
     // Only the next layer reads a layer's output here, so where nothing else needs it either,
     // the next layer may take its memory.
     Variable out = reusable ? layer.forward_in_place(x) : layer.forward(x);
-    // A recomputable activation made here, which this layer read and did not write over: its
-    // backward, the only later reader, rebuilds it (Variable::set_recompute).
-    if (i > 0 && x.recomputable() && !out.data().shares_storage(x.data())) x.release_data();
+    release_if_rebuilt_later(x, out, i);
     x = std::move(out);
     reusable = layer.output_reusable_in_place();
   }

@@ -656,7 +656,9 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
   Variable out(std::move(y), {x, gamma, beta}, backward);
   // Rebuilt from the input backward keeps anyway: one pass, bitwise the same values.
   if (recomputable && out.requires_grad())
-    out.set_recompute([input, rebuild = std::move(rebuild)] { return normalise(input, rebuild); });
+    // From the Variable, not its tensor: a recomputable input (a depthwise conv's output) is then
+    // released too, and rebuilt first.
+    out.set_recompute([x, rebuild = std::move(rebuild)] { return normalise(x.data(), rebuild); });
   return out;
 }
 

@@ -179,24 +179,51 @@ TEST(Allocator, ReleasingTheCacheStartsTheBoundedHighWaterAgain) {
   alloc.deallocate(b, 3 * kMiB, MemoryUse::activations);
 }
 
-// A memory budget caps the bounded cache at the budget, not at the live peak: blocks stay
-// cached while there is room under it, and go back once there is not.
-TEST(Allocator, ABoundedCacheWithALimitKeepsBlocksUpToTheLimit) {
-  CountingAllocator alloc(false);
+// A memory budget: what is not live of it becomes one region, which serves blocks of any size
+// from then on without the system, split and merged again; live blocks and the region stay within
+// the budget.
+TEST(Allocator, UnderALimitOneRegionServesEverySizeWithoutTheSystem) {
+  CountingAllocator alloc(true);
   alloc.set_cache_policy(CachePolicy::bounded);
-  alloc.set_cache_limit(6 * kMiB);
-  alloc.deallocate(alloc.allocate(2 * kMiB), 2 * kMiB, MemoryUse::activations);
-  void* a = alloc.allocate(3 * kMiB);  // 3 live + 2 cached fit within 6
-  EXPECT_EQ(alloc.stats().cached_bytes, 2 * kMiB);
-  EXPECT_EQ(alloc.system_frees, 0);
-  void* b = alloc.allocate(3 * kMiB / 2);  // 4.5 live + 2 cached would not
-  EXPECT_EQ(alloc.stats().cached_bytes, 0u);
-  EXPECT_EQ(alloc.system_frees, 1);
-  alloc.deallocate(a, 3 * kMiB, MemoryUse::activations);
-  alloc.deallocate(b, 3 * kMiB / 2, MemoryUse::activations);
-  EXPECT_EQ(alloc.stats().cached_bytes, 9 * kMiB / 2);
-  alloc.set_cache_limit(2 * kMiB);  // a lower limit gives back what is over it at once
-  EXPECT_EQ(alloc.stats().cached_bytes, 3 * kMiB / 2);
+  void* outside = alloc.allocate(2 * kMiB);  // live before the budget: parameters, say
+  alloc.deallocate(alloc.allocate(1 * kMiB), 1 * kMiB, MemoryUse::activations);  // cached
+  alloc.set_cache_limit(10 * kMiB);
+  MemoryStats stats = alloc.stats();
+  EXPECT_EQ(stats.cached_bytes, 0u) << "the cache is given back";
+  const std::size_t systems = stats.system_allocations;
+  for (int step = 0; step < 3; ++step) {  // sizes a step has at different moments, in 8 MiB
+    void* a = alloc.allocate(3 * kMiB);    // [0, 3)
+    void* b = alloc.allocate(4 * kMiB);    // [3, 7)
+    alloc.deallocate(a, 3 * kMiB, MemoryUse::activations);
+    void* c = alloc.allocate(2 * kMiB);    // [0, 2): a's range, the smallest that holds it
+    void* d = alloc.allocate(1 * kMiB);    // [7, 8): an exact fit
+    alloc.deallocate(b, 4 * kMiB, MemoryUse::activations);
+    void* e = alloc.allocate(5 * kMiB);    // [2, 7): b's range merged with what c left of a's
+    for (auto [p, n] : {std::pair{c, 2 * kMiB}, {d, 1 * kMiB}, {e, 5 * kMiB}})
+      alloc.deallocate(p, n, MemoryUse::activations);
+  }
+  stats = alloc.stats();
+  EXPECT_EQ(stats.system_allocations, systems) << "every block came from the region";
+  EXPECT_EQ(stats.peak_held_bytes, 10 * kMiB);
+  EXPECT_EQ(stats.current_bytes, 2 * kMiB);
+  void* over = alloc.allocate(9 * kMiB);  // more than the region: from the system
+  EXPECT_EQ(alloc.stats().system_allocations, systems + 1);
+  alloc.deallocate(over, 9 * kMiB, MemoryUse::activations);
+  alloc.deallocate(outside, 2 * kMiB, MemoryUse::parameters);
+}
+
+// A block of an earlier limit's region stays valid until freed; the region goes once empty.
+TEST(Allocator, ANewLimitRetiresTheOldRegionOnceItsBlocksAreFreed) {
+  CountingAllocator alloc(false);
+  alloc.set_cache_limit(4 * kMiB);
+  void* kept = alloc.allocate(1 * kMiB);
+  const int frees = alloc.system_frees;
+  alloc.set_cache_limit(0);
+  EXPECT_EQ(alloc.system_frees, frees) << "a block still lives in it";
+  alloc.deallocate(kept, 1 * kMiB, MemoryUse::activations);
+  alloc.release_cached();
+  EXPECT_EQ(alloc.system_frees, frees + 1);
+  EXPECT_EQ(alloc.stats().current_bytes, 0u);
 }
 
 TEST(Allocator, BoundedGivesBackTheSmallestBlockThatMakesRoom) {

@@ -133,12 +133,7 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
   Rng rng(1);
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
   const Shape batch_shape{batch, input[0], input[1], input[2]};
-  const StepMemoryQuery query{[&] {
-                                Rng copy_rng(1);
-                                return std::shared_ptr<Module>(
-                                    build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, copy_rng));
-                              },
-                              model.get(), input, batch, classes, kBenchSgd};
+  const StepMemoryQuery query = model_step_query(cli.get("model"), *model, input, batch, classes, kBenchSgd);
   const std::optional<StepPeak> predicted = plan_layers(cli, *model, batch_shape, query, predict);
   Tensor images = Tensor::empty(batch_shape);
   uniform_fill(images, -1, 1, rng);

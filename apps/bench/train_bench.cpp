@@ -9,12 +9,14 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "apps/bench/repeat_policy.h"
 #include "apps/bench/step_timer.h"
 #include "apps/common/cli.h"
 #include "apps/training/data_parallel.h"
+#include "apps/training/memory_budget.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
@@ -35,9 +37,9 @@ namespace {
 // The untuned defaults, or the autotuner's plan for every batch this run steps on. Under mpirun,
 // as train does: rank 0 tunes, for every rank's share of the global batch, and sends its entries;
 // the other ranks plan from them without timing anything, so every rank runs rank 0's plan.
-void plan_layers(const CommandLine& cli, Module& model, const Shape& input, std::int64_t global_batch,
-                 DataParallel& dp) {
-  if (cli.get("tune") == "off") return;
+std::shared_ptr<TunedPlanner> plan_layers(const CommandLine& cli, Module& model, const Shape& input,
+                                          std::int64_t global_batch, DataParallel& dp) {
+  if (cli.get("tune") == "off") return nullptr;
   const std::filesystem::path cache =
       cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path();
   const std::shared_ptr<TunedPlanner> tuner =
@@ -45,9 +47,30 @@ void plan_layers(const CommandLine& cli, Module& model, const Shape& input, std:
   NetworkPlanner planner(tuner);
   for (std::int64_t batch : dp.rank_shares({global_batch}))
     planner.plan(model, {batch, input[0], input[1], input[2]});
-  if (!dp.comm().is_root()) return;
+  if (!dp.comm().is_root()) return tuner;
   std::cout << "# " << tuner->summary() << "\n";
   if (dp.active()) dp.send_tuning(*tuner);
+  return tuner;
+}
+
+const SgdOptions kBenchSgd{0.01, 0.9, 5e-4, false};
+
+// --memory-budget: the step brought within it as train brings it (memory_budget.h); the workspace
+// limit needs the tuner's plans (--tune other than off).
+void fit_budget(const CommandLine& cli, Sequential& model, const Shape& input, int batch, int classes,
+                const std::shared_ptr<TunedPlanner>& tuner) {
+  const std::optional<std::size_t> budget = parse_memory_size(cli.get("memory-budget"));
+  if (!budget || *budget == 0)
+    throw UsageError("bench train: --memory-budget must be a size such as 2G or 512M, not '" +
+                     cli.get("memory-budget") + "'");
+  const StepMemoryQuery query = model_step_query(cli.get("model"), model, input, batch, classes, kBenchSgd);
+  MemoryBudgetPlanning planning{[&] { return predict_step_peak(query); }, {}};
+  if (tuner)
+    planning.replan = [&](std::size_t max_workspace) {
+      tuner->set_max_workspace(max_workspace);
+      NetworkPlanner(tuner).plan(model, {batch, input[0], input[1], input[2]});
+    };
+  std::cout << "# memory budget: " << fit_memory_budget(*budget, planning).describe(*budget) << "\n";
 }
 
 // One training step on this rank's share; with several ranks the gradients are averaged exactly
@@ -58,7 +81,7 @@ class TrainStep {
   TrainStep(Sequential& model, const DataParallel& dp, Tensor images, std::vector<std::int32_t> labels,
             std::int64_t global_batch)
       : model_(model),
-        sgd_(model.parameters(), SgdOptions{0.01, 0.9, 5e-4, false}),
+        sgd_(model.parameters(), kBenchSgd),
         dp_(dp),
         images_(std::move(images)),
         labels_(std::move(labels)),
@@ -120,6 +143,8 @@ CommandLine train_command_line() {
   cli.option("threads", "", "CPU threads per process (default 2; under mpirun 1 per process)");
   add_allocator_cache_option(cli);
   add_recompute_activations_option(cli);
+  cli.option("memory-budget", "", "plan the step within this many bytes (K, M or G), as train --memory-budget "
+                                  "does; one process only");
   cli.option("warmup", "5", "untimed steps first");
   cli.option("steps", "50", "timed steps");
   cli.option("input", "", "C,H,W of one example (default: the model's own, e.g. 1,28,28 for "
@@ -151,7 +176,11 @@ int bench_train(int argc, const char* const* argv) {
   const auto [share_begin, share_end] = shard_slice(global_batch, dp.comm().rank(), dp.comm().size());
   const std::int64_t batch = share_end - share_begin;  // this rank's share (all of it alone)
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
-  plan_layers(cli, *model, input, global_batch, dp);
+  const std::shared_ptr<TunedPlanner> tuner = plan_layers(cli, *model, input, global_batch, dp);
+  if (cli.has("memory-budget")) {
+    TUNECNN_CHECK(!dp.active(), "bench train: --memory-budget is for one process, not under mpirun");
+    fit_budget(cli, *model, input, global_batch, classes, tuner);
+  }
   Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});
   uniform_fill(images, -1, 1, rng);
   std::vector<std::int32_t> labels(batch);
@@ -167,9 +196,10 @@ int bench_train(int argc, const char* const* argv) {
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   if (dp.active()) std::cout << "# " << dp.describe(global_batch, num_threads()) << "\n";
   std::printf("result model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f max_ms=%.3f "
-              "images_per_s=%.2f peak_mb=%.1f tune=%s",
+              "images_per_s=%.2f peak_mb=%.1f held_mb=%.1f tune=%s",
               cli.get("model").c_str(), global_batch, num_threads(), 1e3 * t.median_s, 1e3 * t.min_s,
-              1e3 * t.max_s, global_batch / t.median_s, mem.peak_bytes / 1048576.0, cli.get("tune").c_str());
+              1e3 * t.max_s, global_batch / t.median_s, mem.peak_bytes / 1048576.0,
+              mem.peak_held_bytes / 1048576.0, cli.get("tune").c_str());
   print_data_parallel_fields(dp, step, steps);
   std::printf("\n");
   return 0;

@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/variable.h"
+#include "models/registry.h"
 
 namespace tunecnn {
 namespace {
@@ -46,6 +48,21 @@ std::string what_was_tried(const MemoryBudgetFit& fit) {
 }
 
 }  // namespace
+
+StepMemoryQuery model_step_query(const std::string& name, Module& model, const Shape& input, int batch, int classes,
+                                 const SgdOptions& sgd) {
+  StepMemoryQuery query;
+  query.make_model = [=] {
+    Rng rng(1);
+    return std::shared_ptr<Module>(build_model(name, ModelOptions{.input_shape = input, .num_classes = classes}, rng));
+  };
+  query.model = &model;
+  query.input = input;
+  query.batch = batch;
+  query.classes = classes;
+  query.sgd = sgd;
+  return query;
+}
 
 std::string mebibytes(std::size_t bytes) {
   char text[32];

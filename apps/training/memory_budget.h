@@ -38,6 +38,11 @@ struct MemoryBudgetPlanning {
 // saying by how much it is over, what the peak holds and the layers that keep the most.
 MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning);
 
+// The query for model `name` (a built-in or an ONNX file, as build_model takes it), planned in
+// `model`: its copies are built afresh with their own random weights and dropout stream.
+StepMemoryQuery model_step_query(const std::string& name, Module& model, const Shape& input, int batch, int classes,
+                                 const SgdOptions& sgd);
+
 // "189.3 MiB"
 std::string mebibytes(std::size_t bytes);
 

@@ -357,18 +357,10 @@ void Run::fit_memory_budget() {
   TUNECNN_CHECK(o_.device == Device::cpu, "--memory-budget plans the CPU's memory; GPU device memory is not "
                 "planned yet: leave it out with --device ", to_string(o_.device));
   TUNECNN_CHECK(!dp_.active(), "--memory-budget is not planned across ranks yet: leave it out under mpirun");
-  const Shape input = data_.train->example_shape();
-  const int classes = static_cast<int>(data_.train->num_classes());
-  StepMemoryQuery query;
-  query.make_model = [&] {
-    Rng rng(o_.seed);  // not the run's: the copy's weights do not matter, the run's stream does
-    return std::shared_ptr<Module>(build_model(o_.model, ModelOptions{.input_shape = input, .num_classes = classes}, rng));
-  };
-  query.model = model_.get();
-  query.input = input;
-  query.batch = static_cast<int>(std::min<std::int64_t>(o_.batch_size, data_.train->size()));
-  query.classes = classes;
-  query.sgd = SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov};
+  StepMemoryQuery query = model_step_query(o_.model, *model_, data_.train->example_shape(),
+                                           static_cast<int>(std::min<std::int64_t>(o_.batch_size, data_.train->size())),
+                                           static_cast<int>(data_.train->num_classes()),
+                                           SgdOptions{lr_, o_.momentum, o_.weight_decay, o_.nesterov});
   query.trained_parameters = [this](Module& copy) {
     std::int64_t kept = 0;
     return trained_parameters_of(copy, o_, kept);

@@ -87,7 +87,21 @@ Variable conv2d(const Variable& input, const Variable& weight, const Variable& b
       in[2].add_grad(db);
     }
   };
-  return Variable(y, std::move(inputs), backward);
+  Variable out(y, std::move(inputs), backward);
+  // A depthwise layer's output is as cheap to make again as BatchNorm's (one pass over it, k*k
+  // reads a value): rebuilt where BatchNorm's backward reads it, before this layer's backward, so
+  // from the same weights; bitwise the same values.
+  const bool depthwise = p.g > 1 && p.g == p.ic && p.g == p.oc;
+  if (recompute_activations() && depthwise && p.device == Device::cpu && out.requires_grad())
+    out.set_recompute([x, weight, bias, p, fwd = plan.fwd] {
+      ConvArgs again;
+      again.src = x.data();
+      again.wei = weight.data();
+      Tensor rebuilt = run_into(fwd, p, again, &ConvArgs::dst, p.dst_shape());
+      if (bias.defined()) add_bias(rebuilt, bias.data());
+      return rebuilt;
+    });
+  return out;
 }
 
 Conv2d::Conv2d(int in_channels, int out_channels, int kernel, int stride, int padding, Rng& rng,
