@@ -174,55 +174,69 @@ TEST(MemoryUse, SteppingEachParameterInBackwardHoldsOneLayersGradientsNotAll) {
   EXPECT_LT(gradients_at_peak(true), 2 * layer) << "each weight's gradient is applied and dropped";
 }
 
-// The update in backward is step()'s, parameter by parameter: the same weights to the bit, with
-// momentum, weight decay and Nesterov, over several steps; and no gradient is left behind.
+struct RecomputeStep {
+  std::size_t held_after_forward = 0;
+  double loss = 0;
+  std::vector<std::vector<double>> grads;
+};
+
+// What --recompute-activations keeps after the forward pass and what the step computes: conv
+// 3->8, BatchNorm + ReLU6, a second conv from 8 channels, BatchNorm + ReLU6, pool and a linear
+// head; one step on 4 images of 12x12.
+RecomputeStep step_with(bool recompute, int second_out, int second_kernel, int second_groups) {
+  const bool saved = recompute_activations();
+  set_recompute_activations(recompute);
+  Rng rng(3);
+  auto net = std::make_shared<Sequential>();
+  net->add(std::make_shared<Conv2d>(3, 8, 3, 1, 1, rng, 1, false))
+      .add(std::make_shared<BatchNorm2d>(8))
+      .add(std::make_shared<ReLU6>())
+      .add(std::make_shared<Conv2d>(8, second_out, second_kernel, 1, second_kernel / 2, rng, second_groups, false))
+      .add(std::make_shared<BatchNorm2d>(second_out))
+      .add(std::make_shared<ReLU6>())
+      .add(std::make_shared<GlobalAvgPool>())
+      .add(std::make_shared<Linear>(second_out, 4, rng));
+  Tensor images = Tensor::empty({4, 3, 12, 12});
+  uniform_fill(images, -1, 1, rng);
+  Allocator& allocator = allocator_for(Device::cpu);
+  allocator.release_cached();
+  const std::size_t before = allocator.stats().current_bytes;
+  Variable loss = softmax_cross_entropy(net->forward(Variable(images)), {0, 1, 2, 3});
+  RecomputeStep s;
+  s.held_after_forward = allocator.stats().current_bytes - before;
+  s.loss = loss.data().data<float>()[0];
+  loss.backward();
+  for (const auto& [name, p] : net->parameters()) s.grads.push_back(testing::values(p.grad()));
+  set_recompute_activations(saved);
+  return s;
+}
+
 // conv, BatchNorm + ReLU6 (fused), pointwise conv, BatchNorm + ReLU6, pool, linear: with
 // --recompute-activations the two BatchNorm outputs are released once the next layer has read
 // them and rebuilt in backward where needed; the step is bitwise the same.
 TEST(MemoryUse, RecomputedActivationsGiveTheSameStepAndHoldTwoActivationsLess) {
-  struct Step {
-    std::size_t held_after_forward = 0;
-    double loss = 0;
-    std::vector<std::vector<double>> grads;
-  };
-  const auto step = [](bool recompute) {
-    const bool saved = recompute_activations();
-    set_recompute_activations(recompute);
-    Rng rng(3);
-    auto net = std::make_shared<Sequential>();
-    net->add(std::make_shared<Conv2d>(3, 8, 3, 1, 1, rng, 1, false))
-        .add(std::make_shared<BatchNorm2d>(8))
-        .add(std::make_shared<ReLU6>())
-        .add(std::make_shared<Conv2d>(8, 16, 1, 1, 0, rng, 1, false))
-        .add(std::make_shared<BatchNorm2d>(16))
-        .add(std::make_shared<ReLU6>())
-        .add(std::make_shared<GlobalAvgPool>())
-        .add(std::make_shared<Linear>(16, 4, rng));
-    Tensor images = Tensor::empty({4, 3, 12, 12});
-    uniform_fill(images, -1, 1, rng);
-    Allocator& allocator = allocator_for(Device::cpu);
-    allocator.release_cached();  // no larger block from an earlier run to take
-    const std::size_t before = allocator.stats().current_bytes;
-    Variable loss = softmax_cross_entropy(net->forward(Variable(images)), {0, 1, 2, 3});
-    Step s;
-    s.held_after_forward = allocator.stats().current_bytes - before;
-    s.loss = loss.data().data<float>()[0];
-    loss.backward();
-    for (const auto& [name, p] : net->parameters()) s.grads.push_back(testing::values(p.grad()));
-    set_recompute_activations(saved);
-    return s;
-  };
-  const Step kept = step(false), recomputed = step(true);
+  const RecomputeStep kept = step_with(false, 16, 1, 1), recomputed = step_with(true, 16, 1, 1);
   EXPECT_EQ(recomputed.loss, kept.loss);
   EXPECT_EQ(recomputed.grads, kept.grads);
-  // The two outputs' blocks; a block may be up to twice its tensor (the allocator's best fit
-  // hands an activation a cached block, here the first conv's workspace).
+  // The two outputs' blocks (the allocator counts each at its request).
   const std::size_t released = Allocator::block_size(4 * 8 * 12 * 12 * sizeof(float)) +
                                Allocator::block_size(4 * 16 * 12 * 12 * sizeof(float));
-  EXPECT_GE(kept.held_after_forward - recomputed.held_after_forward, released);
-  EXPECT_LE(kept.held_after_forward - recomputed.held_after_forward, 2 * released);
+  EXPECT_EQ(kept.held_after_forward - recomputed.held_after_forward, released);
 }
 
+// A depthwise conv's output is released too and rebuilt (from its input, itself rebuilt) where
+// BatchNorm's backward reads it: the same step, one more activation fewer.
+TEST(MemoryUse, RecomputingAlsoReleasesADepthwiseConvsOutput) {
+  const RecomputeStep kept = step_with(false, 8, 3, 8), recomputed = step_with(true, 8, 3, 8);
+  EXPECT_EQ(recomputed.loss, kept.loss);
+  EXPECT_EQ(recomputed.grads, kept.grads);
+  // The two BatchNorm outputs and the depthwise conv's; the first conv's output stays.
+  const std::size_t activation = Allocator::block_size(4 * 8 * 12 * 12 * sizeof(float));
+  EXPECT_EQ(kept.held_after_forward - recomputed.held_after_forward, 3 * activation);
+}
+
+// The update in backward is step()'s, parameter by parameter: the same weights to the bit, with
+// momentum, weight decay and Nesterov, over several steps; and no gradient is left behind.
 TEST(Sgd, SteppingInBackwardGivesTheWeightsOfAStepAfterIt) {
   Rng rng_a(9), rng_b(9), data_rng(10);
   auto after = build_model("lenet", ModelOptions{{1, 28, 28}, 10, {}, {}}, rng_a);

@@ -7,9 +7,10 @@
 //   at most what leaves room (the tuner's next fastest candidates within it; the layout DP
 //   weighs them as before);
 // - activations at the peak: BatchNorm(+ReLU) outputs are recomputed in backward instead of kept
-//   (--recompute-activations; about 4% of a MobileNet step).
-// The budget also caps the CPU allocator's cache (bounded, up to the budget), so freed blocks are
-// kept while there is room under it and given back beyond it.
+//   and so are depthwise conv outputs (--recompute-activations).
+// Then the CPU allocator serves the step from one region of what the budget leaves beside the
+// parameters (Allocator::set_cache_limit), so that what it holds stays within the budget without
+// giving blocks back and making them again.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -33,8 +34,8 @@ struct MemoryBudgetPlanning {
   std::function<void(std::size_t)> replan;
 };
 
-// Lowers the planned step's peak until it fits `budget`, as above, and sets the allocator's
-// cache. Leaves recompute_activations() on when it chose it. Throws Error when nothing fits,
+// Lowers the planned step's peak until it fits `budget`, as above, and gives the allocator its
+// region. Leaves recompute_activations() on when it chose it. Throws Error when nothing fits,
 // saying by how much it is over, what the peak holds and the layers that keep the most.
 MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning);
 
