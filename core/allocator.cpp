@@ -84,7 +84,10 @@ std::size_t Allocator::block_size(std::size_t bytes) {
 void* Allocator::allocate(std::size_t bytes, MemoryUse use) {
   const std::size_t size = block_size(bytes);
   std::unique_lock lock(mutex_);
-  void* ptr = arena_ ? arena_->take(size) : nullptr;
+  // What lives for good (parameters, the optimizer's state) stays out of the region: made in the
+  // middle of a step, it would split the region for every step after.
+  const bool for_good = use == MemoryUse::parameters || use == MemoryUse::optimizer_state;
+  void* ptr = arena_ && !for_good ? arena_->take(size) : nullptr;
   if (ptr != nullptr)
     ++stats_.reused_allocations;
   else
@@ -161,7 +164,7 @@ void Allocator::set_cache_policy(CachePolicy policy) {
   cache_policy_ = policy;
 }
 
-void Allocator::set_cache_limit(std::size_t bytes) {
+void Allocator::set_cache_limit(std::size_t bytes, std::size_t kept_for_good) {
   std::multimap<std::size_t, void*> cached;
   std::size_t live = 0;
   {
@@ -176,9 +179,9 @@ void Allocator::set_cache_limit(std::size_t bytes) {
   }
   for (const auto& [size, block] : cached) system_free(block, size);
   release_empty_arenas();
-  if (bytes <= live) return;
+  if (bytes <= live + kept_for_good) return;
   // The rest of the budget, one region: its pages are made resident as blocks first touch them.
-  const std::size_t region = (bytes - live) / kLargeGranule * kLargeGranule;
+  const std::size_t region = (bytes - live - kept_for_good) / kLargeGranule * kLargeGranule;
   if (region == 0) return;
   void* base = system_allocate(region);
   std::lock_guard lock(mutex_);

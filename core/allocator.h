@@ -85,14 +85,15 @@ class Allocator {
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
-  // A memory budget (train --memory-budget): what is not live now of `bytes` becomes one region
-  // (core/budget_arena.h) that serves every block from then on, split and merged, so that live
-  // blocks and the region together stay within `bytes` and no block is given back and made
-  // again. A block the region cannot hold (it is full, or too fragmented) comes from the cache or
+  // A memory budget (train --memory-budget): what is not live now of `bytes`, less
+  // `kept_for_good` (parameters and optimizer state still to come: they stay out of the region),
+  // becomes one region (core/budget_arena.h) that serves every other block from then on, split
+  // and merged, so that live blocks and the region together stay within `bytes` and no block is
+  // given back and made again. A block the region cannot hold (it is full, or too fragmented) comes from the cache or
   // the system as before, the bounded policy limiting the cache to `bytes`. The cache is given
   // back at once; a region with live blocks in it serves their frees until it is empty. 0 (the
   // default): no region.
-  void set_cache_limit(std::size_t bytes);
+  void set_cache_limit(std::size_t bytes, std::size_t kept_for_good = 0);
   CachePolicy cache_policy() const;
   std::size_t cache_limit() const;
   // Records every block handed out and taken back into `trace` (null: stops); AllocationTraceScope.

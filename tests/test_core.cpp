@@ -209,10 +209,26 @@ TEST(Allocator, UnderALimitOneRegionServesEverySizeWithoutTheSystem) {
   void* over = alloc.allocate(9 * kMiB);  // more than the region: from the system
   EXPECT_EQ(alloc.stats().system_allocations, systems + 1);
   alloc.deallocate(over, 9 * kMiB, MemoryUse::activations);
+  // What lives for good stays out of the region (made mid-step, it would split it for good).
+  void* state = alloc.allocate(1 * kMiB, MemoryUse::optimizer_state);
+  EXPECT_EQ(alloc.stats().system_allocations, systems + 2);
+  alloc.deallocate(state, 1 * kMiB, MemoryUse::optimizer_state);
   alloc.deallocate(outside, 2 * kMiB, MemoryUse::parameters);
 }
 
 // A block of an earlier limit's region stays valid until freed; the region goes once empty.
+TEST(Allocator, TheRegionLeavesRoomForWhatWillLiveForGood) {
+  CountingAllocator alloc(false);
+  void* parameters = alloc.allocate(2 * kMiB, MemoryUse::parameters);
+  alloc.set_cache_limit(10 * kMiB, 3 * kMiB);  // momentum to come
+  EXPECT_EQ(alloc.stats().peak_held_bytes, 10 * kMiB - 3 * kMiB) << "2 live and a region of 5";
+  void* step = alloc.allocate(5 * kMiB);
+  EXPECT_EQ(alloc.stats().system_allocations, 2u) << "the parameters, the region: 5 MiB fit in it";
+  alloc.deallocate(step, 5 * kMiB, MemoryUse::activations);
+  alloc.release_cached();
+  alloc.deallocate(parameters, 2 * kMiB, MemoryUse::parameters);
+}
+
 TEST(Allocator, ANewLimitRetiresTheOldRegionOnceItsBlocksAreFreed) {
   CountingAllocator alloc(false);
   alloc.set_cache_limit(4 * kMiB);

@@ -106,9 +106,13 @@ MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning
     fit.predicted = planning.predict();
   }
   if (over() > 0) fail(budget, fit);
+  // The optimizer's state its first step makes lives for good, outside the region.
   Allocator& allocator = allocator_for(Device::cpu);
+  const std::size_t state_live = allocator.stats().current_by_use[static_cast<int>(MemoryUse::optimizer_state)];
+  const std::size_t state_to_come = at_peak(fit.predicted, MemoryUse::optimizer_state) - std::min(
+      at_peak(fit.predicted, MemoryUse::optimizer_state), state_live);
   allocator.set_cache_policy(CachePolicy::bounded);
-  allocator.set_cache_limit(budget);
+  allocator.set_cache_limit(budget, state_to_come);
   return fit;
 }
 
