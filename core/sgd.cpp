@@ -47,12 +47,37 @@ void Sgd::step() {
 void Sgd::step_parameter(const Variable& parameter) {
   const auto it = index_of_.find(parameter.id());
   if (it == index_of_.end()) return;
+  first_step_in_rows_.erase(it->second);
   update(it->second);
   parameters_[it->second].second.zero_grad();
 }
 
+void Sgd::step_rows(const Variable& parameter, std::int64_t first_row, const Tensor& rows) {
+  const auto it = index_of_.find(parameter.id());
+  if (it == index_of_.end()) return;
+  const std::size_t i = it->second;
+  Tensor& p = parameters_[i].second.data();
+  TUNECNN_CHECK(p.device() == Device::cpu && rows.dtype() == p.dtype() && !p.shape().empty() &&
+                    first_row >= 0 && first_row + rows.dim(0) <= p.dim(0) &&
+                    rows.numel() == rows.dim(0) * (p.numel() / p.dim(0)),
+                "Sgd::step_rows: rows ", rows.describe(), " at ", first_row, " do not fit ", p.describe());
+  if (options_.momentum > 0 && !velocity_[i].defined()) {
+    const MemoryUseScope counted_as(MemoryUse::optimizer_state);
+    velocity_[i] = Tensor::empty_like(p);
+    first_step_in_rows_.insert(i);
+  }
+  const std::int64_t offset = first_row * (p.numel() / p.dim(0));
+  dispatch_dtype(p.dtype(), [&]<class T>() {
+    T* v = options_.momentum > 0 ? velocity_[i].data<T>() + offset : nullptr;
+    apply_update<T>(p.data<T>() + offset, rows.data<T>(), v, rows.numel(), options_, first_step_in_rows_.count(i) > 0);
+  });
+}
+
 void Sgd::backward_and_step(Variable& loss) {
-  loss.backward([this](const Variable& parameter) { step_parameter(parameter); });
+  loss.backward([this](const Variable& parameter) { step_parameter(parameter); },
+                [this](const Variable& parameter, std::int64_t first_row, const Tensor& rows) {
+                  step_rows(parameter, first_row, rows);
+                });
 }
 
 void Sgd::update(std::size_t i) {

@@ -4,6 +4,7 @@
 //   d = g + wd * p;  v = mu * v + d (v = d on the first step);  d = nesterov ? d + mu * v : v;
 //   p -= lr * d
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/module.h"
@@ -28,6 +29,10 @@ class Sgd {
   // gradients at a time instead of every parameter's (AlexNet: 238 MB of them). Parameters this
   // optimizer does not own are left alone. Use it instead of step(), not after it.
   void step_parameter(const Variable& parameter);
+  // The same update for rows [first_row, first_row + rows.dim(0)) of a parameter, from those
+  // rows of its gradient (Variable::GradRowsFn): an op that makes the gradient in blocks of rows
+  // hands each here and the whole gradient never exists. step_parameter then closes the step.
+  void step_rows(const Variable& parameter, std::int64_t first_row, const Tensor& rows);
   // `loss`'s backward with step_parameter as its hook: the whole step, as train takes it.
   void backward_and_step(Variable& loss);
   void set_lr(double lr) { options_.lr = lr; }
@@ -42,6 +47,7 @@ class Sgd {
   std::vector<NamedVariable> parameters_;
   std::vector<Tensor> velocity_;
   std::unordered_map<const void*, std::size_t> index_of_;  // Variable::id() -> parameter index
+  std::unordered_set<std::size_t> first_step_in_rows_;     // stepped by rows, velocity made this step
   SgdOptions options_;
 
   void update(std::size_t i);

@@ -1,5 +1,6 @@
 #include "core/variable.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/allocation_trace.h"
@@ -92,13 +93,13 @@ void Variable::zero_grad() {
 
 void Variable::backward() { backward(GradReadyFn{}); }
 
-void Variable::backward(const GradReadyFn& on_grad_ready) {
+void Variable::backward(const GradReadyFn& on_grad_ready, const GradRowsFn& on_grad_rows) {
   TUNECNN_CHECK(data().numel() == 1, "backward() without a gradient needs a one-element result, got ",
                 data().describe());
-  backward(Tensor::full(data().shape(), 1.0, data().dtype()), on_grad_ready);
+  backward(Tensor::full(data().shape(), 1.0, data().dtype()), on_grad_ready, on_grad_rows);
 }
 
-void Variable::backward(const Tensor& grad) { backward(grad, GradReadyFn{}); }
+void Variable::backward(const Tensor& grad) { backward(grad, GradReadyFn{}, GradRowsFn{}); }
 
 std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
   // Iterative DFS post-order: deep networks must not overflow the stack. Owning pointers, because
@@ -120,12 +121,51 @@ std::vector<std::shared_ptr<Variable::Node>> Variable::topological_order() {
   return order;  // inputs before the nodes that use them
 }
 
-void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready) {
+namespace {
+
+// The backward pass running on this thread with a GradRowsFn: it, and how many ops use each leaf.
+struct RowsTaking {
+  const Variable::GradRowsFn* take = nullptr;
+  std::unordered_map<const void*, int> uses;
+};
+thread_local RowsTaking* this_threads_rows_taking = nullptr;
+
+class RowsTakingScope {
+ public:
+  explicit RowsTakingScope(RowsTaking* taking) : outer_(this_threads_rows_taking) { this_threads_rows_taking = taking; }
+  ~RowsTakingScope() { this_threads_rows_taking = outer_; }
+  RowsTakingScope(const RowsTakingScope&) = delete;
+  RowsTakingScope& operator=(const RowsTakingScope&) = delete;
+
+ private:
+  RowsTaking* outer_;
+};
+
+}  // namespace
+
+const Variable::GradRowsFn* Variable::grad_rows_taker(const Variable& leaf) {
+  const RowsTaking* taking = this_threads_rows_taking;
+  if (taking == nullptr || !leaf.node_ || leaf.node_->backward || !leaf.node_->inputs.empty() ||
+      !leaf.node_->requires_grad || leaf.node_->grad.defined())
+    return nullptr;
+  const auto uses = taking->uses.find(leaf.node_.get());
+  return uses != taking->uses.end() && uses->second == 1 ? taking->take : nullptr;
+}
+
+void Variable::backward(const Tensor& grad, const GradReadyFn& on_grad_ready, const GradRowsFn& on_grad_rows) {
   TUNECNN_CHECK(requires_grad(), "backward() on a result that does not require grad");
   const TraceMark traced(kBackwardMark);  // where a recorded step's backward begins
   const MemoryUseScope counted_as(MemoryUse::gradients);
   add_grad(grad.clone());
   std::vector<std::shared_ptr<Node>> order = topological_order();
+  RowsTaking taking;
+  if (on_grad_rows) {
+    taking.take = &on_grad_rows;
+    for (const auto& node : order)
+      for (const Variable& input : node->inputs)
+        if (input.node_ && input.node_->requires_grad) ++taking.uses[input.node_.get()];
+  }
+  const RowsTakingScope rows_taking(on_grad_rows ? &taking : nullptr);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     std::shared_ptr<Node> node = std::move(*it);  // released at the end of this iteration
     // A leaf comes before every node that uses it in the topological order, so by the time the

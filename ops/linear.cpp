@@ -5,6 +5,8 @@
 // the same GEMMs on cuBLAS (ops/linear.cu).
 #include "ops/linear.h"
 
+#include <algorithm>
+
 #include <Eigen/Core>
 
 #include "core/device.h"
@@ -71,6 +73,23 @@ void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight)
   });
 }
 
+void linear_weight_grad_in_rows(const Tensor& dy, const Tensor& x,
+                                const std::function<void(std::int64_t, const Tensor&)>& take) {
+  const std::int64_t batch = dy.dim(0), out = dy.dim(1), in = x.dim(1);
+  // About 4 MiB a block, which the update reads while it is still in cache (fc6: 113 rows of 9216).
+  const std::int64_t block = std::clamp<std::int64_t>((4 << 20) / (in * dtype_size(dy.dtype())), 1, out);
+  for (std::int64_t first = 0; first < out; first += block) {
+    const std::int64_t rows = std::min(block, out - first);
+    Tensor dw = Tensor::empty({rows, in}, dy.dtype());
+    dispatch_dtype(dy.dtype(), [&]<class T>() {
+      gemm<T>(true, false, static_cast<int>(rows), static_cast<int>(in), static_cast<int>(batch), T(1),
+              dy.data<T>() + first, static_cast<int>(out), x.data<T>(), static_cast<int>(in), T(0), dw.data<T>(),
+              static_cast<int>(in));
+    });
+    take(first, dw);
+  }
+}
+
 void linear_backward_bias(const Tensor& dy, Tensor& dbias) {
   check_same_device("linear backward_bias", dy, dbias);
   TUNECNN_ON_CUDA(dy, cuda::linear_backward_bias(dy, dbias));
@@ -98,7 +117,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
       linear_backward_data(dy, in[1].data(), dx);
       in[0].add_grad(dx);
     }
-    if (in[1].requires_grad()) {
+    // After dx, which reads the weight: taking the rows may update it.
+    const Variable::GradRowsFn* take = Variable::grad_rows_taker(in[1]);
+    if (take != nullptr && dy.device() == Device::cpu) {
+      linear_weight_grad_in_rows(dy, in[0].data(), [&](std::int64_t first, const Tensor& rows) { (*take)(in[1], first, rows); });
+    } else if (in[1].requires_grad()) {
       Tensor dw = Tensor::empty_like(in[1].data());
       linear_backward_weights(dy, in[0].data(), dw);
       in[1].add_grad(dw);

@@ -1,5 +1,7 @@
 #pragma once
 // A fully connected layer: y = x W^T + b with x [B, in], W [out, in], b [out].
+#include <functional>
+
 #include "core/module.h"
 #include "core/rng.h"
 
@@ -10,6 +12,10 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, T
 void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx);
 void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight);
 void linear_backward_bias(const Tensor& dy, Tensor& dbias);  // column sums of dy
+// dW in blocks of rows, each handed to `take` with its first row as it is made (CPU): the
+// weight's gradient never exists whole (Variable::GradRowsFn).
+void linear_weight_grad_in_rows(const Tensor& dy, const Tensor& x,
+                                const std::function<void(std::int64_t, const Tensor&)>& take);
 
 // `bias` may be an undefined Variable.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);

@@ -264,6 +264,50 @@ TEST(Sgd, SteppingInBackwardGivesTheWeightsOfAStepAfterIt) {
   }
 }
 
+// A wide linear layer's weight gradient is made in blocks of rows, each stepped on as it is made
+// (Variable::GradRowsFn): the same weights and momentum to the bit as a step after backward, and
+// the gradient never held whole.
+TEST(Sgd, SteppingAWideLayersGradientRowBlockByRowBlockGivesTheSameStep) {
+  const auto wide_net = [](std::uint64_t seed) {
+    Rng rng(seed);
+    auto net = std::make_shared<Sequential>();
+    net->add(std::make_shared<Linear>(2048, 1024, rng)).add(std::make_shared<ReLU>()).add(std::make_shared<Linear>(1024, 10, rng));
+    return net;
+  };
+  auto after = wide_net(11), inside = wide_net(11);
+  const SgdOptions options{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true};
+  Sgd sgd_after(after->parameters(), options), sgd_inside(inside->parameters(), options);
+  Allocator& allocator = allocator_for(Device::cpu);
+  Rng data_rng(12);
+  std::size_t gradients_at_peak = 0;
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = Tensor::empty({4, 2048});
+    uniform_fill(x, -1, 1, data_rng);
+    const std::vector<std::int32_t> labels{0, 3, 3, 9};
+    sgd_after.zero_grad();
+    softmax_cross_entropy(after->forward(Variable(x)), labels).backward();
+    sgd_after.step();
+    sgd_inside.zero_grad();
+    Variable loss = softmax_cross_entropy(inside->forward(Variable(x)), labels);
+    const std::size_t before = allocator.stats().current_by_use[use_index(MemoryUse::gradients)];
+    allocator.reset_peak();
+    sgd_inside.backward_and_step(loss);
+    gradients_at_peak = allocator.stats().at_peak_by_use[use_index(MemoryUse::gradients)] - before;
+  }
+  const auto a = after->parameters(), b = inside->parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Tensor& pa = a[i].second.data();
+    const Tensor& pb = b[i].second.data();
+    EXPECT_EQ(0, std::memcmp(pa.data<float>(), pb.data<float>(), pa.nbytes())) << a[i].first;
+  }
+  const auto va = sgd_after.state(), vb = sgd_inside.state();
+  ASSERT_EQ(va.size(), vb.size());
+  for (std::size_t i = 0; i < va.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(va[i].second.data<float>(), vb[i].second.data<float>(), va[i].second.nbytes()))
+        << va[i].first;
+  EXPECT_LE(gradients_at_peak, std::size_t{5} << 20) << "a 4 MiB block, not the 8 MiB gradient";
+}
+
 TEST(Sgd, SteppingAParameterItDoesNotOwnLeavesItAlone) {
   Rng rng(2);
   Linear owned(3, 2, rng), other(3, 2, rng);
