@@ -278,12 +278,15 @@ class Replay {
     by_layer_at_peak_ = by_layer_;
   }
 
+  std::string name_of(const void* layer) const {
+    for (const LayerPair& pair : layers_)
+      if (pair.copy == layer) return pair.name;
+    return "?";
+  }
+
   StepPeak finish() {
-    for (const auto& [layer, bytes] : by_layer_at_peak_) {
-      if (bytes == 0) continue;
-      const auto named = std::find_if(layers_.begin(), layers_.end(), [&](const LayerPair& l) { return l.copy == layer; });
-      peak_.layers_keeping.emplace_back(named == layers_.end() ? "?" : named->name, bytes);
-    }
+    for (const auto& [layer, bytes] : by_layer_at_peak_)
+      if (bytes > 0) peak_.layers_keeping.emplace_back(name_of(layer), bytes);
     std::stable_sort(peak_.layers_keeping.begin(), peak_.layers_keeping.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     return peak_;
