@@ -687,12 +687,12 @@ std::string Run::allreduce_text() const {
   return text;
 }
 
-// Under --memory-budget, what the allocator held against what was predicted (the evaluation's
-// forward passes included).
+// Under --memory-budget, the allocator's peak against what was predicted (the evaluation's forward
+// passes included).
 std::string Run::memory_text() const {
   const MemoryStats stats = allocator_for(Device::cpu).stats();
   return "memory: peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
-         "), held at most " + mebibytes(stats.peak_held_bytes) + " of the budget " + mebibytes(o_.memory_budget);
+         ") of the budget " + mebibytes(o_.memory_budget);
 }
 
 std::string Run::skipped_text() const {
