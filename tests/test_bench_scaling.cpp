@@ -19,6 +19,7 @@
 #include "core/rng.h"
 #include "models/registry.h"
 #include "tests/support/capture.h"
+#include "tests/support/mpirun_env.h"
 
 namespace tunecnn {
 namespace {
@@ -60,9 +61,7 @@ class BenchScaling : public ::testing::Test {
               "bench").string();
     ASSERT_TRUE(std::filesystem::exists(bench_))
         << bench_ << " is missing; build the bench target first (cmake --build BUILD --target bench)";
-    // For the children: OpenMPI refuses to start as root without them.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    testing::prepare_mpirun_environment();  // for the children
   }
 
   int run(std::vector<const char*> args, std::string* out = nullptr) {

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/mpirun_env.h"
+
 extern char** environ;
 
 namespace tunecnn::testing {
@@ -35,10 +37,7 @@ inline std::string read_text_file(const std::filesystem::path& path) {
 }
 
 // mpirun refuses to run as root unless told, and CI runs as root.
-inline void allow_mpirun_as_root() {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-}
+inline void allow_mpirun_as_root() { prepare_mpirun_environment(); }
 
 // A running program (`mpirun ... train ...` or `train ...`) with its output in a file.
 class Job {
