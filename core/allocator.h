@@ -79,9 +79,9 @@ class Allocator {
   MemoryStats stats() const;
   void reset_peak();
   // Gives every cached block back to the system, and the budget's region (set_cache_limit) once
-  // nothing lives in it; derived destructors call it while system_free still works. The bounded policy's high-water mark starts again from what is live:
-  // a smaller workload after it (bench memory --max-batch's next try) is not allowed the cache of
-  // a larger one before.
+  // nothing lives in it; derived destructors call it while system_free still works. The bounded
+  // policy's high-water mark starts again from what is live: a smaller workload after it (bench
+  // memory --max-batch's next try) is not allowed the cache of a larger one before.
   void release_cached();
   static std::size_t block_size(std::size_t bytes);  // what a request really takes
   void set_cache_policy(CachePolicy policy);          // keep by default
@@ -89,8 +89,8 @@ class Allocator {
   // `kept_for_good` (parameters and optimizer state still to come: they stay out of the region),
   // becomes one region (core/budget_arena.h) that serves every other block from then on, split
   // and merged, so that live blocks and the region together stay within `bytes` and no block is
-  // given back and made again. A block the region cannot hold (it is full, or too fragmented) comes from the cache or
-  // the system as before, the bounded policy limiting the cache to `bytes`. The cache is given
+  // given back and made again. A block the region cannot hold (it is full, or too fragmented)
+  // comes from the cache or the system as before, the bounded policy limiting the cache to `bytes`. The cache is given
   // back at once; a region with live blocks in it serves their frees until it is empty. 0 (the
   // default): no region.
   void set_cache_limit(std::size_t bytes, std::size_t kept_for_good = 0);

@@ -59,10 +59,4 @@ bool BudgetArena::give(void* ptr) {
   return true;
 }
 
-bool BudgetArena::owns(const void* ptr) const { return taken_.count(ptr) > 0; }
-
-std::size_t BudgetArena::largest_free() const {
-  return free_by_size_.empty() ? 0 : std::prev(free_by_size_.end())->first;
-}
-
 }  // namespace tunecnn

@@ -19,11 +19,9 @@ class BudgetArena {
   void* take(std::size_t bytes);
   // Gives a block back; false when it is not one of the arena's.
   bool give(void* ptr);
-  bool owns(const void* ptr) const;
   void* base() const { return base_; }
   std::size_t size() const { return bytes_; }
   std::size_t free_bytes() const { return free_bytes_; }
-  std::size_t largest_free() const;
 
  private:
   char* base_;

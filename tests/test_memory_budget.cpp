@@ -13,6 +13,7 @@
 #include "core/allocator.h"
 #include "core/variable.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/train_options.h"
 
 namespace tunecnn {
 namespace {
@@ -95,8 +96,6 @@ struct PeakAndPrediction {
 };
 
 PeakAndPrediction train_within_budget(TrainOptions o) {
-  o.data = "synthetic";
-  o.epochs = 1;
   o.memory_budget = 1024 * kMiB;
   std::ostringstream out;
   const TrainResult result = train(o, out);
@@ -114,33 +113,23 @@ PeakAndPrediction train_within_budget(TrainOptions o) {
 
 // The run's allocator peak against the prediction made before its first step: within 5%.
 TEST_F(MemoryBudget, TrainWithinABudgetPeaksWhereItPredicted) {
-  TrainOptions o;
-  o.model = "mobilenet-0.25-128";
+  // Enough batches for the loader's queue to fill, as in a real run.
+  TrainOptions o = testing::synthetic_options("mobilenet-0.25-128", 80, 16);
   o.batch_size = 8;
-  o.train_limit = 80;  // enough batches for the loader's queue to fill, as in a real run
-  o.test_limit = 16;
   const PeakAndPrediction got = train_within_budget(o);
   EXPECT_NEAR(got.peak, got.predicted, 0.05 * got.predicted);
 }
 
 // Frozen layers keep their gradients and have no momentum: the copy steps the same parameters.
 TEST_F(MemoryBudget, TrainWithFrozenLayersPeaksWhereItPredicted) {
-  TrainOptions o;
-  o.model = "lenet";
+  TrainOptions o = testing::synthetic_options("lenet", 640, 64);
   o.freeze_until = "conv2";
-  o.train_limit = 640;
-  o.test_limit = 64;
   const PeakAndPrediction got = train_within_budget(o);
   EXPECT_NEAR(got.peak, got.predicted, 0.05 * got.predicted);
 }
 
 TEST_F(MemoryBudget, TrainRefusesABudgetNoPlanFitsBeforeItsFirstStep) {
-  TrainOptions o;
-  o.model = "lenet";
-  o.data = "synthetic";
-  o.epochs = 1;
-  o.train_limit = 64;
-  o.test_limit = 64;
+  TrainOptions o = testing::synthetic_options("lenet", 64, 64);
   o.memory_budget = kMiB;
   std::ostringstream out;
   testing::expect_error([&] { train(o, out); }, {"--memory-budget 1.0 MiB is too small", "over"});

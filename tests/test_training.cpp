@@ -16,6 +16,7 @@
 #include "core/tensor_math.h"
 #include "models/registry.h"
 #include "tests/support/test_data.h"
+#include "tests/support/train_options.h"
 
 namespace tunecnn {
 namespace {
@@ -33,16 +34,7 @@ TrainOptions mnist_options(std::int64_t train_limit = 2048) {
   return o;
 }
 
-// One epoch of `model` on synthetic data (the model's input shape, learnable classes).
-TrainOptions synthetic_options(const std::string& model, std::int64_t train_limit, std::int64_t test_limit) {
-  TrainOptions o;
-  o.model = model;
-  o.data = "synthetic";
-  o.epochs = 1;
-  o.train_limit = train_limit;
-  o.test_limit = test_limit;
-  return o;
-}
+using testing::synthetic_options;
 
 std::string run_quiet(const TrainOptions& o, TrainResult* result = nullptr) {
   std::ostringstream out;

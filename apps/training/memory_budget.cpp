@@ -30,12 +30,18 @@ std::string layers_keeping_most(const StepPeak& peak) {
   return text.empty() ? "none named" : text;
 }
 
+// What planning changed to lower the peak, joined by `separator`; empty when nothing.
+std::string changes(const MemoryBudgetFit& fit, const char* separator) {
+  std::string text = fit.recomputed_activations ? "activations recomputed" : "";
+  if (fit.workspace_cap != SIZE_MAX)
+    text += (text.empty() ? "" : separator) + std::string("conv workspaces at most ") + mebibytes(fit.workspace_cap);
+  return text;
+}
+
 // What was tried, for the message when nothing fits.
 std::string what_was_tried(const MemoryBudgetFit& fit) {
-  std::string text = fit.recomputed_activations ? "with activations recomputed" : "";
-  if (fit.workspace_cap != SIZE_MAX)
-    text += std::string(text.empty() ? "with" : " and") + " conv workspaces at most " + mebibytes(fit.workspace_cap);
-  return text.empty() ? "as planned" : text;
+  const std::string tried = changes(fit, " and ");
+  return tried.empty() ? "as planned" : "with " + tried;
 }
 
 [[noreturn]] void fail(std::size_t budget, const MemoryBudgetFit& fit) {
@@ -71,9 +77,7 @@ std::string mebibytes(std::size_t bytes) {
 }
 
 std::string MemoryBudgetFit::describe(std::size_t budget) const {
-  std::string how;
-  if (recomputed_activations) how = "activations recomputed";
-  if (workspace_cap != SIZE_MAX) how += (how.empty() ? "" : "; ") + std::string("conv workspaces at most ") + mebibytes(workspace_cap);
+  const std::string how = changes(*this, "; ");
   return "predicted peak " + mebibytes(predicted.bytes) + " within " + mebibytes(budget) +
          (how.empty() ? " as planned" : " (" + how + ")");
 }

@@ -99,10 +99,13 @@ void take_step(Module& model, const std::unordered_set<const void*>& trained, co
       [](const Variable&, std::int64_t, const Tensor&) {});
 }
 
+std::vector<NamedVariable> trained_parameters_of(Module& model, const StepMemoryQuery& query) {
+  return query.trained_parameters ? query.trained_parameters(model) : model.parameters();
+}
+
 std::unordered_set<const void*> trained_of(Module& copy, const StepMemoryQuery& query) {
   std::unordered_set<const void*> ids;
-  for (const auto& [name, parameter] : query.trained_parameters ? query.trained_parameters(copy) : copy.parameters())
-    ids.insert(parameter.id());
+  for (const auto& [name, parameter] : trained_parameters_of(copy, query)) ids.insert(parameter.id());
   return ids;
 }
 
@@ -127,8 +130,7 @@ Recording record_step(Module& copy, const StepMemoryQuery& query, int batch) {
 std::size_t optimizer_state_to_come(const StepMemoryQuery& query) {
   if (query.sgd.momentum <= 0) return 0;
   std::size_t bytes = 0;
-  for (const auto& [name, parameter] :
-       query.trained_parameters ? query.trained_parameters(*query.model) : query.model->parameters())
+  for (const auto& [name, parameter] : trained_parameters_of(*query.model, query))
     bytes += Allocator::block_size(parameter.data().nbytes());
   return bytes;
 }
@@ -195,7 +197,7 @@ class Replay {
         case AllocationEvent::Kind::mark_begin: begin_mark(e.mark); break;
         case AllocationEvent::Kind::mark_end: end_mark(e.mark); break;
         case AllocationEvent::Kind::allocate: allocate(e, bytes_of(i)); break;
-        case AllocationEvent::Kind::free: free(e, bytes_of(i)); break;
+        case AllocationEvent::Kind::free: free(e); break;
       }
     }
     return finish();
@@ -233,17 +235,18 @@ class Replay {
   // Blocks the step frees that it did not make: the step before made them, so they are live
   // from the start.
   std::size_t carried() {
-    std::unordered_map<const void*, bool> made;
+    std::unordered_set<const void*> made;
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < small_.events.size(); ++i) {
       const AllocationEvent& e = small_.events[i];
       follow_mark(e);
       if (replaced(e)) continue;
-      if (e.kind == AllocationEvent::Kind::allocate) made[e.block] = true;
+      if (e.kind == AllocationEvent::Kind::allocate) made.insert(e.block);
       if (e.kind == AllocationEvent::Kind::free && !made.erase(e.block)) {
-        bytes += bytes_of(i);
-        blocks_[e.block] = {bytes_of(i), e.use, nullptr};
-        by_use_[static_cast<int>(e.use)] += bytes_of(i);
+        const std::size_t block = bytes_of(i);
+        bytes += block;
+        blocks_[e.block] = {block, e.use, nullptr};
+        by_use_[static_cast<int>(e.use)] += block;
       }
     }
     conv_mark_.reset();
@@ -256,7 +259,6 @@ class Replay {
     if (problem == nullptr) return;
     conv_mark_ = mark;
     conv_workspace_ = Allocator::block_size(workspace_at(layers_, *problem, batch_));
-    peak_.largest_workspace = std::max(peak_.largest_workspace, conv_workspace_);
     live_ += conv_workspace_;
     by_use_[static_cast<int>(MemoryUse::workspaces)] += conv_workspace_;
     note_peak();
@@ -279,7 +281,7 @@ class Replay {
     note_peak();
   }
 
-  void free(const AllocationEvent& e, std::size_t) {
+  void free(const AllocationEvent& e) {
     if (replaced(e)) return;
     const auto it = blocks_.find(e.block);
     TUNECNN_CHECK(it != blocks_.end(), "cannot predict the step's memory: a block freed twice");

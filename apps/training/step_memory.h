@@ -39,7 +39,6 @@ struct StepPeak {
   // Blocks alive at the peak, summed by the layer whose forward made them, largest first: what
   // each layer keeps for backward (names as in the model, e.g. "features.3").
   std::vector<std::pair<std::string, std::size_t>> layers_keeping;
-  std::size_t largest_workspace = 0;  // of the conv calls' at the real batch
 };
 
 // The allocator's peak during a training step of `query.model` at `query.batch`, taken as

@@ -58,16 +58,23 @@ ConvProblem conv_problem(const Tensor& x, const Tensor& weight, const ConvGeomet
   return p;
 }
 
+// The forward pass's output, with its bias: what conv2d makes, and what its recompute makes again.
+Tensor forward_output(const ConvPlan& fwd, const ConvProblem& p, const Variable& x, const Variable& weight,
+                      const Variable& bias) {
+  ConvArgs args;
+  args.src = x.data();
+  args.wei = weight.data();
+  Tensor y = run_into(fwd, p, args, &ConvArgs::dst, p.dst_shape());
+  if (bias.defined()) add_bias(y, bias.data());
+  return y;
+}
+
 Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias,
                 const ConvGeometry& geo, const ConvLayerPlan& plan) {
   const ConvProblem p = conv_problem(input.data(), weight.data(), geo);
   if (bias.defined()) check_bias(bias.data(), weight.data());
   const Variable x = to_layout(input, plan.layout());
-  ConvArgs args;
-  args.src = x.data();
-  args.wei = weight.data();
-  Tensor y = run_into(plan.fwd, p, args, &ConvArgs::dst, p.dst_shape());
-  if (bias.defined()) add_bias(y, bias.data());
+  Tensor y = forward_output(plan.fwd, p, x, weight, bias);
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   auto backward = [p, plan](std::vector<Variable>& in, const Tensor& dy) {
@@ -93,14 +100,7 @@ Variable conv2d(const Variable& input, const Variable& weight, const Variable& b
   // from the same weights; bitwise the same values.
   const bool depthwise = p.g > 1 && p.g == p.ic && p.g == p.oc;
   if (recompute_activations() && depthwise && p.device == Device::cpu && out.requires_grad())
-    out.set_recompute([x, weight, bias, p, fwd = plan.fwd] {
-      ConvArgs again;
-      again.src = x.data();
-      again.wei = weight.data();
-      Tensor rebuilt = run_into(fwd, p, again, &ConvArgs::dst, p.dst_shape());
-      if (bias.defined()) add_bias(rebuilt, bias.data());
-      return rebuilt;
-    });
+    out.set_recompute([x, weight, bias, p, fwd = plan.fwd] { return forward_output(fwd, p, x, weight, bias); });
   return out;
 }
 
