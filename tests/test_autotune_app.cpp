@@ -283,6 +283,38 @@ TEST_F(AutotuneApp, ProfileTunesLenetOnceThenReusesEveryKey) {
   EXPECT_FALSE(contains(second.err, "[1/")) << second.err;
 }
 
+// --memory-budget: the plan that fits a training step at the profiled batch, said in one line
+// above the table; a budget nothing fits is an error saying by how much, after the measurements
+// are in the cache (a later run with a larger budget profiles nothing).
+TEST_F(AutotuneApp, ProfileUnderAMemoryBudgetSaysWhatFitsOrByHowMuchItIsOver) {
+  const fs::path file = path("budget.yaml");
+  const std::vector<std::string> args = {"profile", "--model", "lenet", "--batch", "8", "--tune-cache", file.string(),
+                                         "--memory-budget"};
+  std::vector<std::string> small = args, ample = args;
+  small.push_back("1M");
+  ample.push_back("64M");
+  const Outcome over = autotune(small);
+  EXPECT_EQ(over.status, 1);
+  EXPECT_TRUE(contains(over.err, "--memory-budget 1.0 MiB is too small: the step's predicted peak is ")) << over.err;
+  EXPECT_TRUE(contains(over.err, "The layers keeping the most then: conv1")) << over.err;
+  ASSERT_TRUE(fs::exists(file));
+  const std::size_t entries = load(file).devices().at(here_.id).entries.size();
+  EXPECT_GT(entries, 0u);
+
+  const Outcome fits = autotune(ample);
+  ASSERT_EQ(fits.status, 0) << fits.err;
+  const std::string budget_line = "memory budget: predicted peak ";
+  ASSERT_TRUE(contains(fits.out, budget_line)) << fits.out;
+  double peak_mib = 0;
+  const std::string line = fits.out.substr(fits.out.find(budget_line));
+  ASSERT_EQ(std::sscanf(line.c_str(), "memory budget: predicted peak %lf MiB within 64.0 MiB as planned", &peak_mib), 1)
+      << line;
+  EXPECT_GT(peak_mib, 1.0);  // over the budget refused above
+  EXPECT_LT(peak_mib, 64.0);
+  EXPECT_LT(fits.out.find(budget_line), fits.out.find("layer ")) << "the line comes before the table";
+  EXPECT_EQ(last_line(fits.out), "profiled 0, reused " + std::to_string(entries) + ", seconds 0.00") << fits.out;
+}
+
 TEST_F(AutotuneApp, ProfileRejectsBadOptionsBeforeTimingAnything) {
   const Outcome data = autotune({"profile", "--data", "svhn"});
   EXPECT_EQ(data.status, 2);
@@ -297,6 +329,10 @@ TEST_F(AutotuneApp, ProfileRejectsBadOptionsBeforeTimingAnything) {
   const Outcome budget = autotune({"profile", "--max-workspace", "lots"});
   EXPECT_EQ(budget.status, 2);
   EXPECT_TRUE(contains(budget.err, "--max-workspace must be a number of bytes")) << budget.err;
+  const Outcome memory = autotune({"profile", "--memory-budget", "lots"});
+  EXPECT_EQ(memory.status, 2);
+  EXPECT_TRUE(contains(memory.err, "--memory-budget must be a size such as 2G, 512M or 1048576, got 'lots'"))
+      << memory.err;
   const Outcome model =
       autotune({"profile", "--model", "resnet9000", "--tune-cache", path("unused.yaml").string()});
   EXPECT_EQ(model.status, 1);

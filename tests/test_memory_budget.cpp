@@ -87,7 +87,7 @@ TEST_F(MemoryBudget, SaysByHowMuchItIsOverWhatThePeakHoldsAndTheLayersKeepingThe
   testing::expect_error([&] { fit_memory_budget(50 * kMiB, {predict, {}}); },
                         {"--memory-budget 50.0 MiB is too small", "70.0 MiB with activations recomputed",
                          "20.0 MiB over", "activations 60.0 MiB", "conv1 30.0 MiB, bn1 15.0 MiB",
-                         "smaller --batch-size"});
+                         "A smaller batch or a larger budget"});
 }
 
 // Trains under a budget; the epoch's allocator peak and the prediction made before the first step.
@@ -105,9 +105,10 @@ PeakAndPrediction train_within_budget(TrainOptions o) {
   PeakAndPrediction got;
   const std::size_t line = text.find("memory: peak ");
   EXPECT_NE(line, std::string::npos) << text;
-  if (line != std::string::npos)
+  if (line != std::string::npos) {
     EXPECT_EQ(std::sscanf(text.c_str() + line, "memory: peak %lf MiB (predicted %lf MiB)", &got.peak, &got.predicted), 2)
         << text;
+  }
   return got;
 }
 

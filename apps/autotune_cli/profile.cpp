@@ -6,11 +6,14 @@
 #include "apps/autotune_cli/options.h"
 #include "apps/autotune_cli/subcommands.h"
 #include "apps/autotune_cli/text_table.h"
+#include "apps/training/memory_budget.h"
+#include "apps/training/trainer.h"
 #include "apps/common/device_check.h"
 #include "autotune/device_clock.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "autotune/tuning_cache_layers.h"
+#include "datasets/data_loader.h"
 #include "models/registry.h"
 
 namespace tunecnn {
@@ -120,6 +123,30 @@ void print_layers(const NetworkPlanReport& report, std::ostream& out) {
   if (report.softmax) out << "\nloss: " << report.softmax_solver << "  (" << report.softmax->key() << ")\n";
 }
 
+std::size_t parse_budget(const std::string& text) {
+  const std::optional<std::size_t> bytes = parse_memory_size(text);
+  if (!bytes || *bytes == 0)
+    throw UsageError("--memory-budget must be a size such as 2G, 512M or 1048576, got '" + text + "'");
+  return *bytes;
+}
+
+// --memory-budget: the layers planned as `train --memory-budget` plans them, for a step of
+// `train` with its default optimizer at the profiled batch; `report` becomes the plan's as fitted.
+// Returns what the fitting did, in words. The cache keeps every measurement, not the choice:
+// train fits its budget again from them.
+std::string fit_budget(std::size_t budget, const std::string& model_name, Sequential& model, const Shape& input,
+                       int classes, const std::shared_ptr<TunedPlanner>& tuner, std::size_t max_workspace,
+                       NetworkPlanReport& report) {
+  const TrainOptions train;
+  const Shape example(input.begin() + 1, input.end());
+  StepMemoryQuery query = model_step_query(model_name, model, example, static_cast<int>(input[0]), classes,
+                                           SgdOptions{0.01, train.momentum, train.weight_decay, train.nesterov});
+  query.batches_in_flight = DataLoaderOptions{}.prefetch + 2;  // as train's loader holds them
+  const MemoryBudgetPlanning planning = network_budget_planning(
+      query, model, input, tuner, max_workspace, [&report](const NetworkPlanReport& fitted) { report = fitted; });
+  return fit_memory_budget(budget, planning).describe(budget);
+}
+
 TunePolicy profile_policy(const std::string& text) {
   TunePolicy policy = TunePolicy::cached;
   try {
@@ -154,6 +181,9 @@ SubcommandLine profile_command_line() {
              "cached (profile what the cache lacks), full (profile everything), verify (re-time "
              "the best candidates another device measured)");
   cli.option("max-workspace", "", "largest conv workspace a candidate may use, in bytes");
+  cli.option("memory-budget", "",
+             "plan the layers so that a training step at --batch (train's default optimizer, SGD with momentum) "
+             "fits this many bytes (K, M or G) as `train --memory-budget` will, and print that plan; CPU only");
   cli.option("tune-budget", "", "seconds of profiling at most (as train's): the layers with the most work "
                                 "first, the rest left to the device thresholds and a later run");
   device_option(cli, "the model moves there and is profiled with the GPU's solvers, timed with "
@@ -171,6 +201,10 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   const TunePolicy policy = profile_policy(o.get("tune"));
   const Device device_kind = parse_device_option(o);
   require_device(device_kind);
+  const std::size_t memory_budget = o.has("memory-budget") ? parse_budget(o.get("memory-budget")) : 0;  // 0: none
+  if (memory_budget > 0 && device_kind != Device::cpu)
+    throw UsageError("--memory-budget plans the CPU's memory; GPU device memory is not planned yet: leave it "
+                     "out with --device " + std::string(to_string(device_kind)));
   TunerOptions options;
   // On the GPU a call only queues kernels: candidates are timed by the GPU's own clock.
   if (device_kind != Device::cpu) options.clock = device_clock(device_kind);
@@ -199,10 +233,15 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   };
   Shape input = example;
   input.insert(input.begin(), batch);
-  const NetworkPlanReport report = planner.plan(*model, input);
+  NetworkPlanReport report = planner.plan(*model, input);
+  const std::string budget_fit =
+      memory_budget > 0 ? fit_budget(memory_budget, o.get("model"), *model, input, data.classes, tuner,
+                                 options.max_workspace_bytes, report)
+                    : "";
 
   out << o.get("model") << " at batch " << batch << " on " << device.id << " (cache "
       << tuner->cache_path().string() << ")\n";
+  if (!budget_fit.empty()) out << "memory budget: " << budget_fit << "\n";
   print_layers(report, out);
   out << "conv and pooling layers plus transforms: " << format_ms(report.total_ms) << " ms per step, of which "
       << format_ms(report.transform_ms) << " ms transforms\n";

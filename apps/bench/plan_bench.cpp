@@ -14,13 +14,16 @@
 #include "apps/bench/tuning_breakdown.h"
 #include "apps/common/cli.h"
 #include "apps/bench/bench_device.h"
+#include "apps/training/memory_budget.h"
 #include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
+#include "core/allocator.h"
 #include "core/cuda_runtime.h"
 #include "core/init.h"
 #include "core/sgd.h"
 #include "core/threading.h"
+#include "core/variable.h"
 #include "models/registry.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
@@ -49,6 +52,13 @@ struct Variant {
   std::vector<std::pair<ConvProblem, ConvLayerPlan>> plans;  // one per conv layer, in order
   std::vector<std::pair<PoolProblem, PoolLayerPlan>> pool_plans;  // one per pooling layer
   std::vector<double> step_s;
+  // Under --memory-budget: the budget its steps run within (the allocator's region while it
+  // runs; 0: none), whether it recomputes activations, its predicted peak and the allocator's
+  // peak of each round's timed steps.
+  std::size_t memory_budget = 0;
+  bool recompute = false;
+  std::size_t predicted_peak = 0;
+  std::vector<std::size_t> peaks;
   // Whether every conv layer runs one of `solvers` in every direction a step runs. The first
   // layer's input needs no gradient, so its bwd_data never runs (the planner leaves it untuned).
   bool runs_everywhere(const std::vector<std::string>& solvers) const {
@@ -71,6 +81,8 @@ struct Variant {
   }
 };
 
+const SgdOptions kSgd{0.01, 0.9, 5e-4, false};
+
 struct Bench {
   std::shared_ptr<Sequential> model;
   std::vector<Conv2d*> convs;
@@ -91,7 +103,13 @@ struct Bench {
 
   Variant plan(const std::string& name, const std::shared_ptr<TunedPlanner>& tuner) {
     NetworkPlanner(tuner).plan(*model, batch_shape);
-    Variant v{name, {}, {}, {}};
+    return installed(name);
+  }
+
+  // The plans the layers hold now at this batch.
+  Variant installed(const std::string& name) const {
+    Variant v;
+    v.name = name;
     for (Conv2d* conv : convs)
       for (const auto& entry : conv->plans())
         if (entry.first.mb == batch_shape[0]) v.plans.push_back(entry);
@@ -105,7 +123,8 @@ struct Bench {
   // with its own heuristic's algorithm) and every pool by its first solver, all NCHW, on the
   // problems of `like`: the "cuDNN only" baseline of Li et al.
   Variant untuned_nchw(const std::string& name, const Variant& like) const {
-    Variant v{name, {}, {}, {}};
+    Variant v;
+    v.name = name;
     FirstApplicablePlanner convs_nchw(Layout::NCHW);
     FirstApplicablePoolPlanner pools_first;
     for (const auto& [problem, plan] : like.plans) v.plans.emplace_back(problem, convs_nchw.plan(problem));
@@ -114,10 +133,43 @@ struct Bench {
     return v;
   }
 
+  // The tuned plan brought within `budget` as train --memory-budget brings it: the workspace
+  // limit lowered and activations recomputed where the predicted peak demands it. Leaves the
+  // process as it found it (no recomputing, no region); install sets them for the plan's steps.
+  Variant within_budget(std::size_t budget, const std::string& model_name, int classes) {
+    auto budgeted = tuner(TunePolicy::cached);
+    NetworkPlanner(budgeted).plan(*model, batch_shape);
+    const Shape example(batch_shape.begin() + 1, batch_shape.end());
+    const StepMemoryQuery query =
+        model_step_query(model_name, *model, example, static_cast<int>(batch_shape[0]), classes, kSgd);
+    const MemoryBudgetFit fit = fit_memory_budget(budget, network_budget_planning(query, *model, batch_shape, budgeted));
+    std::cout << "# memory budget: " << fit.describe(budget) << "\n";
+    Variant v = installed("memory-budget");
+    v.memory_budget = budget;
+    v.recompute = fit.recomputed_activations;
+    v.predicted_peak = fit.predicted.bytes;
+    leave_budget();
+    return v;
+  }
+
   void install(const Variant& v) {
     for (std::size_t i = 0; i < convs.size(); ++i) convs[i]->set_plan(v.plans[i].first, v.plans[i].second);
     for (std::size_t i = 0; i < pools.size(); ++i)
       pools[i]->set_plan(v.pool_plans[i].first, v.pool_plans[i].second);
+    leave_budget();
+    if (v.memory_budget == 0) return;
+    set_recompute_activations(v.recompute);
+    Allocator& allocator = allocator_for(Device::cpu);
+    allocator.set_cache_policy(CachePolicy::bounded);
+    allocator.set_cache_limit(v.memory_budget);  // the optimizer's state is live by now
+  }
+
+  static void leave_budget() {
+    set_recompute_activations(false);
+    Allocator& allocator = allocator_for(Device::cpu);
+    if (allocator.cache_limit() == 0) return;
+    allocator.set_cache_limit(0);
+    allocator.set_cache_policy(CachePolicy::keep);
   }
 };
 
@@ -145,6 +197,9 @@ int bench_plans(int argc, const char* const* argv) {
                              "(timed with CUDA events by the tuner, steps synchronised)");
   cli.option("breakdown", "", "where the profiling pass spends its time: keys (per kind and key) or "
                               "candidates (and per candidate)");
+  cli.option("memory-budget", "", "also plan the tuned step within this many bytes (K, M or G) as train "
+                                  "--memory-budget does, time it beside the others under its budget, and print a "
+                                  "'result memory_budget...' line with its peak against the prediction; CPU only");
   if (!cli.parse(argc, argv)) return 0;
   const std::string breakdown_detail = cli.get("breakdown");
   check_breakdown_detail(breakdown_detail);
@@ -157,6 +212,15 @@ int bench_plans(int argc, const char* const* argv) {
       cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model_name);
   const int batch = cli.get_int("batch-size"), classes = cli.get_int("classes");
   const bool own_cache = !cli.has("tune-cache");
+  std::size_t memory_budget = 0;
+  if (cli.has("memory-budget")) {
+    const std::optional<std::size_t> bytes = parse_memory_size(cli.get("memory-budget"));
+    if (!bytes || *bytes == 0)
+      throw UsageError("bench plans: --memory-budget must be a size such as 2G or 512M, not '" +
+                       cli.get("memory-budget") + "'");
+    if (gpu) throw UsageError("bench plans: --memory-budget plans the CPU's memory; leave it out with --device cuda");
+    memory_budget = *bytes;
+  }
 
   Bench b;
   Rng rng(1);
@@ -235,8 +299,9 @@ int bench_plans(int argc, const char* const* argv) {
   }
   if (gpu) variants.push_back(b.untuned_nchw("cudnn-own", variants[1]));
   if (budget_variant) variants.push_back(*budget_variant);
+  if (memory_budget > 0) variants.push_back(b.within_budget(memory_budget, model_name, classes));
 
-  Sgd sgd(b.model->parameters(), SgdOptions{0.01, 0.9, 5e-4, false});
+  Sgd sgd(b.model->parameters(), kSgd);
   Tensor images = Tensor::empty(b.batch_shape);
   uniform_fill(images, -1, 1, rng);
   images = images.to(device_kind);
@@ -252,12 +317,15 @@ int bench_plans(int argc, const char* const* argv) {
     for (Variant& v : variants) {
       b.install(v);
       step();  // warm-up: first touch of this plan's workspaces
+      allocator_for(device_kind).reset_peak();
       for (int s = 0; s < cli.get_int("steps"); ++s) {
         const double t0 = now_s();
         step();
         v.step_s.push_back(now_s() - t0);
       }
+      v.peaks.push_back(allocator_for(device_kind).stats().peak_bytes);
     }
+  Bench::leave_budget();
 
   // 6. verify under a changed fingerprint: another "device" starting from this cache.
   std::map<std::string, std::string> changed = b.fields;
@@ -279,7 +347,8 @@ int bench_plans(int argc, const char* const* argv) {
               "conv layers (fwd solver/layout); pool layouts");
   for (const Variant& v : variants) {
     const double ms = median_of(v.step_s) * 1e3;
-    if (v.name != "tuned" && v.name != "tuned-nchw" && v.name != "cudnn-own" && v.name != "budget" && ms < best_fixed_ms)
+    if (v.name != "tuned" && v.name != "tuned-nchw" && v.name != "cudnn-own" && v.name != "budget" &&
+        v.name != "memory-budget" && ms < best_fixed_ms)
       best_fixed_ms = ms, best_fixed = v.name;
     std::printf("%-14s %10.2f %10.1f %8.2f  %s\n", v.name.c_str(), ms, batch * 1e3 / ms, ms / tuned_ms,
                 v.describe().c_str());
@@ -296,6 +365,14 @@ int bench_plans(int argc, const char* const* argv) {
         std::printf("result budget_s=%s budget_pass_s=%.2f budget_step_ms=%.2f budget_speed_of_tuned=%.3f\n",
                     cli.get("tune-budget").c_str(), budget_pass_s, median_of(v.step_s) * 1e3,
                     tuned_ms / (median_of(v.step_s) * 1e3));
+  for (const Variant& v : variants)
+    if (v.memory_budget > 0)  // the budget's plan: its peak against the prediction, its speed against the tuned
+      std::printf("result memory_budget_mib=%.1f predicted_peak_mib=%.1f peak_mib=%.1f tuned_peak_mib=%.1f "
+                  "budget_step_ms=%.2f budget_speed_of_tuned=%.3f recomputed=%d\n",
+                  v.memory_budget / 1048576.0, v.predicted_peak / 1048576.0,
+                  *std::max_element(v.peaks.begin(), v.peaks.end()) / 1048576.0,
+                  *std::max_element(variants[0].peaks.begin(), variants[0].peaks.end()) / 1048576.0,
+                  median_of(v.step_s) * 1e3, tuned_ms / (median_of(v.step_s) * 1e3), v.recompute ? 1 : 0);
   if (onednn)
     for (const Variant& v : variants)
       if (v.name == "onednn")

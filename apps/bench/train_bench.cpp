@@ -64,12 +64,8 @@ void fit_budget(const CommandLine& cli, Sequential& model, const Shape& input, i
     throw UsageError("bench train: --memory-budget must be a size such as 2G or 512M, not '" +
                      cli.get("memory-budget") + "'");
   const StepMemoryQuery query = model_step_query(cli.get("model"), model, input, batch, classes, kBenchSgd);
-  MemoryBudgetPlanning planning{[&] { return predict_step_peak(query); }, {}};
-  if (tuner)
-    planning.replan = [&](std::size_t max_workspace) {
-      tuner->set_max_workspace(max_workspace);
-      NetworkPlanner(tuner).plan(model, {batch, input[0], input[1], input[2]});
-    };
+  const MemoryBudgetPlanning planning =
+      network_budget_planning(query, model, {batch, input[0], input[1], input[2]}, tuner);
   std::cout << "# memory budget: " << fit_memory_budget(*budget, planning).describe(*budget) << "\n";
 }
 

@@ -50,17 +50,33 @@ std::string what_was_tried(const MemoryBudgetFit& fit) {
                mebibytes(peak.bytes), " ", what_was_tried(fit), ", ", mebibytes(peak.bytes - budget),
                " over (", peak.in_backward ? "in backward" : "in the forward pass", "; it holds ",
                what_the_peak_holds(peak), "). The layers keeping the most then: ", layers_keeping_most(peak),
-               ". A smaller --batch-size or a larger budget would fit.");
+               ". A smaller batch or a larger budget would fit.");
 }
 
 }  // namespace
+
+MemoryBudgetPlanning network_budget_planning(const StepMemoryQuery& query, Module& model, const Shape& input,
+                                             std::shared_ptr<TunedPlanner> tuner, std::size_t max_workspace,
+                                             std::function<void(const NetworkPlanReport&)> replanned) {
+  MemoryBudgetPlanning planning{[query] { return predict_step_peak(query); }, {}};
+  if (tuner)
+    planning.replan = [&model, input, tuner, max_workspace, replanned](std::size_t cap) {
+      tuner->set_max_workspace(std::min(cap, max_workspace));
+      const NetworkPlanReport report = NetworkPlanner(tuner).plan(model, input);
+      if (replanned) replanned(report);
+    };
+  return planning;
+}
 
 StepMemoryQuery model_step_query(const std::string& name, Module& model, const Shape& input, int batch, int classes,
                                  const SgdOptions& sgd) {
   StepMemoryQuery query;
   query.make_model = [=] {
     Rng rng(1);
-    return std::shared_ptr<Module>(build_model(name, ModelOptions{.input_shape = input, .num_classes = classes}, rng));
+    ModelOptions options;
+    options.input_shape = input;
+    options.num_classes = classes;
+    return std::shared_ptr<Module>(build_model(name, options, rng));
   };
   query.model = &model;
   query.input = input;

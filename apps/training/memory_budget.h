@@ -12,10 +12,14 @@
 // parameters (Allocator::set_cache_limit), so that what it holds stays within the budget without
 // giving blocks back and making them again.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "apps/training/step_memory.h"
+#include "autotune/network_planner.h"
+#include "autotune/tuned_planner.h"
 
 namespace tunecnn {
 
@@ -38,6 +42,14 @@ struct MemoryBudgetPlanning {
 // region. Leaves recompute_activations() on when it chose it. Throws Error when nothing fits,
 // saying by how much it is over, what the peak holds and the layers that keep the most.
 MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning);
+
+// The planning of `model`, planned by `tuner` at `input` (the batch first), for
+// fit_memory_budget: the step predicted from `query`, and the layers planned again at `input` by
+// the tuner under each workspace cap (never above `max_workspace`, the user's own limit).
+// `replanned`, when given, sees each new plan's report.
+MemoryBudgetPlanning network_budget_planning(const StepMemoryQuery& query, Module& model, const Shape& input,
+                                             std::shared_ptr<TunedPlanner> tuner, std::size_t max_workspace = SIZE_MAX,
+                                             std::function<void(const NetworkPlanReport&)> replanned = {});
 
 // The query for model `name` (a built-in or an ONNX file, as build_model takes it), planned in
 // `model`: its copies are built afresh with their own random weights and dropout stream.
