@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/threading.h"
+#include "core/variable.h"
 #include "ops/layout/reference.h"
 #include "ops/layout/to_layout.h"
 #include "ops/lrn.h"
@@ -212,6 +214,39 @@ TEST(Lrn, EveryLayoutAndThreadCountGivesTheSameNumbers) {
       }
     }
   set_num_threads(saved);
+}
+
+// --recompute-activations: forward keeps nothing beside its output (s is summed again in
+// backward, unit by unit as forward summed it), and the gradient is the same to the bit.
+TEST(Lrn, RecomputingTheBaseGivesTheSameGradientAndKeepsNothingMore) {
+  const bool saved = recompute_activations();
+  for (const Shape& shape : {Shape{2, 96, 13, 13}, Shape{2, 7, 3, 4}})
+    for (const LrnParams& p : {kAlexNet, kStrong, LrnParams{.size = 4, .alpha = 1.5, .beta = 0.75, .k = 1.0}})
+      for (Layout layout : kLayouts) {
+        const std::string what = name_of(shape, p, layout);
+        Rng rng(4);
+        const Tensor x = random_tensor(shape, rng, DType::f32, -3.0, 3.0);
+        const Tensor probe = random_tensor(shape, rng);
+        set_recompute_activations(false);
+        const Step kept = run(x, probe, layout, p);
+        set_recompute_activations(true);
+        const Step recomputed = run(x, probe, layout, p);
+        EXPECT_EQ(values(recomputed.y), values(kept.y)) << what;
+        EXPECT_EQ(values(recomputed.dx), values(kept.dx)) << what;
+
+        // What the forward pass holds: the output, and s only when it is kept.
+        Allocator& allocator = allocator_for(Device::cpu);
+        Variable input(convert_layout_reference(x, layout), true);
+        for (bool recompute : {false, true}) {
+          set_recompute_activations(recompute);
+          const std::size_t before = allocator.stats().current_bytes;
+          Variable y = local_response_norm(input, p);
+          const std::size_t held = allocator.stats().current_bytes - before;
+          const std::size_t one = Allocator::block_size(x.numel() * sizeof(float));
+          EXPECT_EQ(held, recompute ? one : 2 * one) << what << (recompute ? " recomputed" : " kept");
+        }
+      }
+  set_recompute_activations(saved);
 }
 
 TEST(Lrn, EvaluationEqualsTrainingAndTheModuleHasNoState) {
