@@ -19,8 +19,10 @@
 #include "ops/conv/conv2d.h"
 #include "ops/conv/registry.h"
 #include "ops/global_avg_pool.h"
+#include "ops/flatten.h"
 #include "ops/linear.h"
 #include "ops/softmax_cross_entropy.h"
+#include "tests/support/test_data.h"
 
 namespace tunecnn {
 namespace {
@@ -52,7 +54,7 @@ Peaks predict_and_step(const Builder& build, const Shape& input, int classes, in
                           Rng copy_rng(4);
                           return build(copy_rng);
                         },
-                        model.get(), input, batch, classes, kSgd};
+                        model.get(), input, batch, classes, kSgd, {}};
   Peaks peaks;
   peaks.predicted = predict_step_peak(query);
   Tensor images = Tensor::empty({batch, input[0], input[1], input[2]});
@@ -76,8 +78,9 @@ TEST(StepMemory, PredictsTheMeasuredPeakOfATrainingStepInEveryLayout) {
     const Peaks peaks = predict_and_step(named("lenet", lenet_options(layout)), {1, 28, 28}, 10, 24);
     EXPECT_EQ(peaks.predicted.bytes, peaks.measured) << to_string(layout);
     EXPECT_TRUE(peaks.predicted.in_backward) << "LeNet's peak is in backward, with its gradients";
-    if (layout != Layout::NCHW)
+    if (layout != Layout::NCHW) {
       EXPECT_GT(peaks.predicted.by_use[static_cast<int>(MemoryUse::layout_copies)], 0u) << to_string(layout);
+    }
   }
 }
 
@@ -118,6 +121,32 @@ TEST(StepMemory, PredictsRecomputedActivations) {
     set_recompute_activations(false);
     EXPECT_EQ(peaks.predicted.bytes, peaks.measured) << (recompute ? "recomputed" : "kept");
   }
+}
+
+// The copy it steps reads the model's own parameters: they are left as they were, and the
+// prediction is still exact.
+TEST(StepMemory, StepsACopyThatReadsTheModelsParametersAndLeavesThemAsTheyWere) {
+  const Builder wide_linear = [](Rng& rng) {
+    const MemoryUseScope counted_as(MemoryUse::parameters);  // as build_model counts them
+    auto net = std::make_shared<Sequential>();
+    net->add(std::make_shared<Flatten>()).add(std::make_shared<Linear>(4096, 1024, rng));
+    return std::shared_ptr<Module>(net);
+  };
+  Rng rng(3);
+  std::shared_ptr<Module> model = wide_linear(rng);
+  std::vector<std::vector<double>> before;
+  for (const auto& [name, parameter] : model->parameters()) before.push_back(testing::values(parameter.data()));
+  const StepMemoryQuery query{[&] {
+                                Rng copy_rng(4);
+                                return wide_linear(copy_rng);
+                              },
+                              model.get(), {1, 64, 64}, 8, 1024, kSgd, {}};
+  const StepPeak predicted = predict_step_peak(query);
+  std::size_t i = 0;
+  for (const auto& [name, parameter] : model->parameters()) EXPECT_EQ(testing::values(parameter.data()), before[i++]) << name;
+  EXPECT_GE(predicted.by_use[static_cast<int>(MemoryUse::parameters)], 1024u * 4097 * sizeof(float));
+  const Peaks peaks = predict_and_step(wide_linear, {1, 64, 64}, 1024, 8);
+  EXPECT_EQ(peaks.predicted.bytes, peaks.measured);
 }
 
 TEST(StepMemory, NamesTheLayersKeepingTheMostLargestFirst) {
