@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "apps/bench/conv_bench.h"
 #include "apps/bench/conv_options.h"
 #include "apps/bench/conv_report.h"
+#include "apps/bench/memory_bench.h"
 #include "apps/bench/pool_bench.h"
 #include "apps/common/device_check.h"
 #include "autotune/calibration.h"
@@ -336,6 +338,40 @@ TEST(BenchPoolOnGpu, QuickRunTimesCoarseningOneAndTheBestFactorInNchwAndChwn) {
         "CHWN   fwd  max  pool_tiled   fx=1 ", "CHWN   bwd  max  pool_tiled   tuned fx="})
     EXPECT_TRUE(contains(out, row)) << row << " missing in:\n" << out;
   EXPECT_FALSE(contains(out, "NHWC")) << "no GPU solver runs NHWC:\n" << out;
+}
+
+// bench memory --device cuda: the GPU allocator's peak of a tuned step by use, and the peak
+// predicted before it (the same to the byte: nothing but the batch differs). Without a GPU, an
+// error before anything is measured.
+TEST(BenchMemoryOnGpu, TheGpuAllocatorsPeakAgainstThePrediction) {
+  if (!gpu_present()) {
+    testing::expect_error(
+        [] { testing::run_capturing_stdout(bench_memory, "memory", {"--device", "cuda", "--pytorch", "off"}); },
+        {no_gpu_message()});
+    return;
+  }
+  testing::TempDir dir;
+  const std::string cache = (dir.path() / "tuning.yaml").string();
+  std::string out;
+  const int rc = testing::run_capturing_stdout(
+      bench_memory, "memory",
+      {"--device", "cuda", "--model", "lenet", "--batch-size", "8", "--steps", "1", "--tune", "cached",
+       "--tune-cache", cache.c_str()},
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(contains(out, "# gpu: ")) << out;
+  EXPECT_TRUE(contains(out, "at the GPU allocator's peak")) << out;
+  EXPECT_FALSE(contains(out, "resident set")) << "the host's resident set is not the GPU's memory:\n" << out;
+  const std::size_t line = out.find("result model=lenet batch=8 peak_mb=");
+  ASSERT_NE(line, std::string::npos) << out;
+  double peak = 0, predicted = 0;
+  ASSERT_EQ(std::sscanf(out.c_str() + line, "result model=lenet batch=8 peak_mb=%lf", &peak), 1) << out;
+  const std::size_t at = out.find("predicted_peak_mb=", line);
+  ASSERT_NE(at, std::string::npos) << out;
+  ASSERT_EQ(std::sscanf(out.c_str() + at, "predicted_peak_mb=%lf", &predicted), 1) << out;
+  EXPECT_GT(peak, 0.0);
+  EXPECT_EQ(predicted, peak);
+  EXPECT_TRUE(contains(out, " device=cuda\n")) << out;
 }
 
 TEST(AutotuneOnGpu, ProfileLenetWritesTheGpuSection) {

@@ -8,17 +8,21 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "apps/training/trainer.h"
+#include "core/allocator.h"
 #include "core/checkpoint.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
 #include "core/sgd.h"
 #include "core/tensor_math.h"
+#include "core/variable.h"
 #include "models/registry.h"
 #include "ops/softmax_cross_entropy.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -188,6 +192,40 @@ TEST_F(CudaTraining, TrainDeviceCudaLearnsMnistWithTheTunedPlan) {
   ASSERT_EQ(r.epochs.size(), 2u);
   EXPECT_LT(r.epochs[1].train_loss, r.epochs[0].train_loss);
   EXPECT_GT(r.epochs[1].test_acc, 0.85);
+}
+
+// --memory-budget on the GPU: the step's device memory is predicted before the first step and the
+// GPU allocator serves it from the budget's region; the run's peak is where it was predicted. A
+// budget nothing fits stops the run before its first step, saying by how much.
+TEST_F(CudaTraining, TrainWithinAMemoryBudgetPeaksWhereItPredictedOnTheGpu) {
+  TrainOptions o = cuda_mnist_options(512, 256);
+  o.epochs = 1;
+  o.quiet = false;
+  o.memory_budget = 64 * 1048576;
+  std::ostringstream out;
+  const TrainResult r = train(o, out);
+  Allocator& allocator = allocator_for(Device::cuda);
+  EXPECT_EQ(allocator.cache_limit(), o.memory_budget) << "the region is the GPU allocator's";
+  allocator.set_cache_limit(0);
+  allocator.set_cache_policy(CachePolicy::keep);
+  set_recompute_activations(false);
+  ASSERT_EQ(r.status, TrainStatus::completed) << r.message;
+  const std::string text = out.str();
+  EXPECT_NE(text.find("memory budget: predicted peak"), std::string::npos) << text;
+  const std::size_t line = text.find("device memory: peak ");
+  ASSERT_NE(line, std::string::npos) << text;
+  double peak = 0, predicted = 0;
+  ASSERT_EQ(std::sscanf(text.c_str() + line, "device memory: peak %lf MiB (predicted %lf MiB)", &peak, &predicted), 2)
+      << text;
+  EXPECT_GT(peak, 0.0);
+  EXPECT_LE(peak, 64.0);
+  EXPECT_NEAR(peak, predicted, 0.05 * predicted) << text;
+
+  o.memory_budget = 1048576;
+  std::ostringstream refused;
+  testing::expect_error([&] { train(o, refused); }, {"--memory-budget 1.0 MiB is too small", "over"});
+  EXPECT_EQ(refused.str().find("epoch 1/1"), std::string::npos) << refused.str();
+  set_recompute_activations(false);
 }
 
 // A checkpoint written from the GPU's tensors (parameters, momentum) mid-epoch resumes onto the

@@ -49,7 +49,7 @@ class PlanTest(unittest.TestCase):
         names = [s.name for s in steps]
         for name in ["tests", "train", "conv-mec", "conv-li", "layout", "pool", "softmax", "depthwise",
                      "calibrate", "plans-lenet", "plans-cifar", "plans-alexnet", "plans-mobilenet-1.0-128",
-                     "pytorch-lenet", "pytorch-mobilenet-1.0-128"]:
+                     "pytorch-lenet", "pytorch-mobilenet-1.0-128", "memory-mobilenet-1.0-128"]:
             self.assertIn(name, names)
         self.assertEqual(names[:2], ["tests", "train"])  # a failing kernel makes timings meaningless
 

@@ -136,15 +136,17 @@ std::size_t parse_budget(const std::string& text) {
 // train fits its budget again from them.
 std::string fit_budget(std::size_t budget, const std::string& model_name, Sequential& model, const Shape& input,
                        int classes, const std::shared_ptr<TunedPlanner>& tuner, std::size_t max_workspace,
-                       NetworkPlanReport& report) {
+                       Device device, NetworkPlanReport& report) {
   const TrainOptions train;
   const Shape example(input.begin() + 1, input.end());
   StepMemoryQuery query = model_step_query(model_name, model, example, static_cast<int>(input[0]), classes,
                                            SgdOptions{0.01, train.momentum, train.weight_decay, train.nesterov});
-  query.batches_in_flight = DataLoaderOptions{}.prefetch + 2;  // as train's loader holds them
+  // As train holds them: the loader's on the CPU, the step's upload alone on the GPU.
+  query.batches_in_flight = device == Device::cpu ? DataLoaderOptions{}.prefetch + 2 : 1;
+  query.device = device;
   const MemoryBudgetPlanning planning = network_budget_planning(
       query, model, input, tuner, max_workspace, [&report](const NetworkPlanReport& fitted) { report = fitted; });
-  return fit_memory_budget(budget, planning).describe(budget);
+  return fit_memory_budget(budget, planning, device).describe(budget);
 }
 
 TunePolicy profile_policy(const std::string& text) {
@@ -183,7 +185,8 @@ SubcommandLine profile_command_line() {
   cli.option("max-workspace", "", "largest conv workspace a candidate may use, in bytes");
   cli.option("memory-budget", "",
              "plan the layers so that a training step at --batch (train's default optimizer, SGD with momentum) "
-             "fits this many bytes (K, M or G) as `train --memory-budget` will, and print that plan; CPU only");
+             "fits this many bytes (K, M or G) as `train --memory-budget` will, and print that plan (with --device "
+             "cuda, of the GPU's memory)");
   cli.option("tune-budget", "", "seconds of profiling at most (as train's): the layers with the most work "
                                 "first, the rest left to the device thresholds and a later run");
   device_option(cli, "the model moves there and is profiled with the GPU's solvers, timed with "
@@ -202,9 +205,6 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   const Device device_kind = parse_device_option(o);
   require_device(device_kind);
   const std::size_t memory_budget = o.has("memory-budget") ? parse_budget(o.get("memory-budget")) : 0;  // 0: none
-  if (memory_budget > 0 && device_kind != Device::cpu)
-    throw UsageError("--memory-budget plans the CPU's memory; GPU device memory is not planned yet: leave it "
-                     "out with --device " + std::string(to_string(device_kind)));
   TunerOptions options;
   // On the GPU a call only queues kernels: candidates are timed by the GPU's own clock.
   if (device_kind != Device::cpu) options.clock = device_clock(device_kind);
@@ -236,7 +236,7 @@ int run_profile(const SubcommandArgs& args, std::ostream& out, std::ostream& err
   NetworkPlanReport report = planner.plan(*model, input);
   const std::string budget_fit =
       memory_budget > 0 ? fit_budget(memory_budget, o.get("model"), *model, input, data.classes, tuner,
-                                 options.max_workspace_bytes, report)
+                                 options.max_workspace_bytes, device_kind, report)
                     : "";
 
   out << o.get("model") << " at batch " << batch << " on " << device.id << " (cache "

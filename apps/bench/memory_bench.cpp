@@ -3,7 +3,8 @@
 // its gradient is final). The allocator splits its peak by the use each block was made for
 // (core/allocator.h); the resident set's growth over the run is measured from the state before
 // the model existed, the same way for PyTorch in a child process (apps/bench/memory_pytorch.py),
-// so the two compare like for like.
+// so the two compare like for like. With --device cuda the model steps on the GPU and the figures
+// are the GPU allocator's (device memory); PyTorch's side and the resident set are the CPU's only.
 #include "apps/bench/memory_bench.h"
 
 #include <cstdio>
@@ -13,17 +14,20 @@
 #include <optional>
 #include <string>
 
+#include "apps/bench/bench_device.h"
 #include "apps/bench/conv_report.h"
 #include "apps/bench/max_batch.h"
 #include "apps/bench/process_memory.h"
 #include "apps/common/cli.h"
 #include "apps/training/memory_budget.h"
 #include "apps/training/step_memory.h"
+#include "autotune/device_clock.h"
 #include "autotune/fingerprint.h"
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "autotune/tuning_cache_layers.h"
 #include "core/allocator.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/init.h"
 #include "core/sgd.h"
@@ -71,6 +75,8 @@ CommandLine memory_command_line() {
              "--memory-budget does (the allocator's peak), then measure. With --max-batch: the resident-set "
              "budget each try must fit (default 4G)");
   cli.option("max-batch-limit", "1024", "with --max-batch: the largest batch tried");
+  cli.option("device", "cpu", "cpu, or cuda: the model planned and stepped on the GPU, the figures its allocator's "
+                              "(device memory; PyTorch's side and --max-batch are the CPU's only)");
   return cli;
 }
 
@@ -78,11 +84,13 @@ int default_classes(const std::string& model) {
   return model == "alexnet" || model.rfind("mobilenet", 0) == 0 ? 1000 : 10;
 }
 
-std::shared_ptr<TunedPlanner> make_tuner(const CommandLine& cli) {
+std::shared_ptr<TunedPlanner> make_tuner(const CommandLine& cli, Device device) {
   const std::filesystem::path cache =
       cli.has("tune-cache") ? std::filesystem::path(cli.get("tune-cache")) : default_tuning_cache_path();
-  DeviceIdentity identity = device_identity(Device::cpu);
-  return std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, TunerOptions{},
+  DeviceIdentity identity = device_identity(device);
+  TunerOptions options;
+  if (device != Device::cpu) options.clock = device_clock(device);  // candidates timed by the GPU's clock
+  return std::make_shared<TunedPlanner>(parse_tune_policy(cli.get("tune")), cache, options,
                                         std::move(identity.id), std::move(identity.fields),
                                         default_system_tuning_cache_path());
 }
@@ -103,18 +111,14 @@ std::optional<StepPeak> plan_layers(const CommandLine& cli, Module& model, const
                                     const StepMemoryQuery& query, bool predicted) {
   const std::optional<std::size_t> budget = planning_budget(cli);
   std::shared_ptr<TunedPlanner> tuner;
-  if (cli.get("tune") != "off" || budget) tuner = make_tuner(cli);
-  const auto plan = [&](std::size_t max_workspace) {
-    tuner->set_max_workspace(max_workspace);
-    NetworkPlanner(tuner).plan(model, batch_shape);
-  };
-  if (tuner) plan(SIZE_MAX);
-  const auto predict = [&] { return predict_step_peak(query); };
+  if (cli.get("tune") != "off" || budget) tuner = make_tuner(cli, query.device);
+  if (tuner) NetworkPlanner(tuner).plan(model, batch_shape);
   if (!budget) {
     if (tuner) std::cout << "# " << tuner->summary() << "\n";
-    return predicted ? std::optional(predict()) : std::nullopt;
+    return predicted ? std::optional(predict_step_peak(query)) : std::nullopt;
   }
-  const MemoryBudgetFit fit = fit_memory_budget(*budget, {predict, plan});
+  const MemoryBudgetFit fit =
+      fit_memory_budget(*budget, network_budget_planning(query, model, batch_shape, tuner), query.device);
   std::cout << "# " << tuner->summary() << "\n# memory budget: " << fit.describe(*budget) << "\n";
   return fit.predicted;
 }
@@ -127,21 +131,25 @@ struct OurPeak {
 };
 
 // Builds, plans and steps the model; the resident set's growth counts from before the build.
-OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int classes, bool predict) {
+OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int classes, bool predict,
+                     Device device = Device::cpu) {
   const std::optional<std::size_t> baseline = process_status_bytes("VmRSS");
   const bool peak_reset = reset_peak_resident_set();
   Rng rng(1);
   auto model = build_model(cli.get("model"), ModelOptions{input, classes, {}, {}}, rng);
+  model->to(device);  // as train --device does: built on the host, planned where it runs
   const Shape batch_shape{batch, input[0], input[1], input[2]};
-  const StepMemoryQuery query = model_step_query(cli.get("model"), *model, input, batch, classes, kBenchSgd);
+  StepMemoryQuery query = model_step_query(cli.get("model"), *model, input, batch, classes, kBenchSgd);
+  query.device = device;
   const std::optional<StepPeak> predicted = plan_layers(cli, *model, batch_shape, query, predict);
   Tensor images = Tensor::empty(batch_shape);
   uniform_fill(images, -1, 1, rng);
+  images = images.to(device);
   std::vector<std::int32_t> labels(batch);
   for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % classes);
   Sgd sgd(model->parameters(), kBenchSgd);
 
-  Allocator& allocator = allocator_for(Device::cpu);
+  Allocator& allocator = allocator_for(device);
   allocator.reset_peak();
   std::size_t system_allocations_before_last = 0;
   for (int step = 0; step <= cli.get_int("steps"); ++step) {  // as the trainer steps
@@ -150,10 +158,11 @@ OurPeak measure_ours(const CommandLine& cli, const Shape& input, int batch, int 
     Variable loss = softmax_cross_entropy(model->forward(Variable(images)), labels);
     sgd.backward_and_step(loss);
   }
+  if (device != Device::cpu) cuda_synchronize();  // an asynchronous failure belongs to this run
   OurPeak peak{allocator.stats(), predicted, std::nullopt};
   peak.last_step_system_allocations = peak.allocator.system_allocations - system_allocations_before_last;
   const std::optional<std::size_t> high = process_status_bytes("VmHWM");
-  if (baseline && high && peak_reset) peak.rss_growth = *high - std::min(*high, *baseline);
+  if (baseline && high && peak_reset && device == Device::cpu) peak.rss_growth = *high - std::min(*high, *baseline);
   return peak;
 }
 
@@ -228,8 +237,8 @@ int report_max_batch(const CommandLine& cli, const std::string& model, const Sha
   return 0;
 }
 
-void print_report(const OurPeak& ours, const TheirPeak& theirs) {
-  std::printf("%-26s %10s\n", "at the allocator's peak", "MiB");
+void print_report(const OurPeak& ours, const TheirPeak& theirs, Device device) {
+  std::printf("%-26s %10s\n", device == Device::cpu ? "at the allocator's peak" : "at the GPU allocator's peak", "MiB");
   for (std::size_t use = 0; use < kMemoryUses; ++use)
     std::printf("  %-24s %10.2f\n", to_string(static_cast<MemoryUse>(use)),
                 ours.allocator.at_peak_by_use[use] / kMiB);
@@ -247,6 +256,7 @@ void print_report(const OurPeak& ours, const TheirPeak& theirs) {
   const auto mib = [](const std::optional<std::size_t>& bytes) {
     return bytes ? formatted("%.2f", *bytes / kMiB) : std::string("-");
   };
+  if (device != Device::cpu) return;  // the host's resident set says nothing of device memory
   std::printf("%-26s %10s\n", "peak resident set growth", mib(ours.rss_growth).c_str());
   std::printf("%-26s %10s  (%s)\n", "PyTorch's", mib(theirs.rss_growth).c_str(), theirs.note.c_str());
 }
@@ -259,7 +269,12 @@ int bench_memory(int argc, const char* const* argv) {
   TUNECNN_CHECK(cli.get("pytorch") == "on" || cli.get("pytorch") == "off",
                 "bench memory: --pytorch must be on or off, not '", cli.get("pytorch"), "'");
   set_num_threads(cli.get_int("threads"));
-  allocator_for(Device::cpu).set_cache_policy(allocator_cache_option(cli));
+  const Device device = parse_bench_device(cli.get("device"));
+  if (device != Device::cpu && cli.has("max-batch"))
+    throw UsageError("bench memory: --max-batch searches the CPU's resident set; leave it out with --device " +
+                     std::string(to_string(device)));
+  if (device != Device::cpu) device_clock(device);  // no GPU: an error before anything is printed
+  allocator_for(device).set_cache_policy(allocator_cache_option(cli));
   set_recompute_activations(cli.has("recompute-activations"));
   const std::string model = cli.get("model");
   const Shape input = cli.has("input") ? parse_chw(cli.get("input"), "input") : model_input_shape(model);
@@ -268,15 +283,17 @@ int bench_memory(int argc, const char* const* argv) {
   TUNECNN_CHECK(batch > 0 && classes > 1, "bench memory: --batch-size must be positive and --classes above 1");
   const bool max_batch = cli.has("max-batch");
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
+  print_gpu_fingerprint(std::cout, device);
   std::cout << "# " << model << ", " << (max_batch ? "largest batch" : "batch " + std::to_string(batch)) << ", "
             << classes << " classes, " << num_threads() << " threads, " << 1 + cli.get_int("steps")
             << " steps, --tune " << cli.get("tune") << ", --allocator-cache " << cli.get("allocator-cache")
-            << (cli.has("recompute-activations") ? ", --recompute-activations" : "") << "\n";
+            << (cli.has("recompute-activations") ? ", --recompute-activations" : "") << ", device "
+            << to_string(device) << "\n";
   std::cout << std::flush;
   if (max_batch) return report_max_batch(cli, model, input, classes);
-  const OurPeak ours = measure_ours(cli, input, batch, classes, true);
-  const TheirPeak theirs = measure_pytorch(cli, batch);
-  print_report(ours, theirs);
+  const OurPeak ours = measure_ours(cli, input, batch, classes, true, device);
+  const TheirPeak theirs = device == Device::cpu ? measure_pytorch(cli, batch) : TheirPeak{std::nullopt, "the CPU's only"};
+  print_report(ours, theirs, device);
   std::printf("result model=%s batch=%d peak_mb=%.2f held_mb=%.2f", model.c_str(), batch,
               ours.allocator.peak_bytes / kMiB, ours.allocator.peak_held_bytes / kMiB);
   for (std::size_t use = 0; use < kMemoryUses; ++use) {
@@ -291,7 +308,7 @@ int bench_memory(int argc, const char* const* argv) {
   if (theirs.rss_growth) std::printf(" pytorch_rss_growth_mb=%.2f", *theirs.rss_growth / kMiB);
   if (ours.rss_growth && theirs.rss_growth && *theirs.rss_growth > 0)
     std::printf(" rss_ratio=%.3f", static_cast<double>(*ours.rss_growth) / *theirs.rss_growth);
-  std::printf("\n");
+  std::printf(" device=%s\n", std::string(to_string(device)).c_str());
   return 0;
 }
 

@@ -91,6 +91,7 @@ struct Bench {
   std::filesystem::path cache;
   TunerOptions options;
   std::string device;
+  Device device_kind = Device::cpu;
   std::map<std::string, std::string> fields;
 
   std::shared_ptr<TunedPlanner> tuner(TunePolicy policy, std::vector<std::string> forced = {},
@@ -140,9 +141,10 @@ struct Bench {
     auto budgeted = tuner(TunePolicy::cached);
     NetworkPlanner(budgeted).plan(*model, batch_shape);
     const Shape example(batch_shape.begin() + 1, batch_shape.end());
-    const StepMemoryQuery query =
-        model_step_query(model_name, *model, example, static_cast<int>(batch_shape[0]), classes, kSgd);
-    const MemoryBudgetFit fit = fit_memory_budget(budget, network_budget_planning(query, *model, batch_shape, budgeted));
+    StepMemoryQuery query = model_step_query(model_name, *model, example, static_cast<int>(batch_shape[0]), classes, kSgd);
+    query.device = device_kind;
+    const MemoryBudgetFit fit =
+        fit_memory_budget(budget, network_budget_planning(query, *model, batch_shape, budgeted), device_kind);
     std::cout << "# memory budget: " << fit.describe(budget) << "\n";
     Variant v = installed("memory-budget");
     v.memory_budget = budget;
@@ -159,14 +161,14 @@ struct Bench {
     leave_budget();
     if (v.memory_budget == 0) return;
     set_recompute_activations(v.recompute);
-    Allocator& allocator = allocator_for(Device::cpu);
+    Allocator& allocator = allocator_for(device_kind);
     allocator.set_cache_policy(CachePolicy::bounded);
     allocator.set_cache_limit(v.memory_budget);  // the optimizer's state is live by now
   }
 
-  static void leave_budget() {
+  void leave_budget() const {
     set_recompute_activations(false);
-    Allocator& allocator = allocator_for(Device::cpu);
+    Allocator& allocator = allocator_for(device_kind);
     if (allocator.cache_limit() == 0) return;
     allocator.set_cache_limit(0);
     allocator.set_cache_policy(CachePolicy::keep);
@@ -199,7 +201,8 @@ int bench_plans(int argc, const char* const* argv) {
                               "candidates (and per candidate)");
   cli.option("memory-budget", "", "also plan the tuned step within this many bytes (K, M or G) as train "
                                   "--memory-budget does, time it beside the others under its budget, and print a "
-                                  "'result memory_budget...' line with its peak against the prediction; CPU only");
+                                  "'result memory_budget...' line with its peak against the prediction (with --device cuda, "
+                                  "of the GPU's memory)");
   if (!cli.parse(argc, argv)) return 0;
   const std::string breakdown_detail = cli.get("breakdown");
   check_breakdown_detail(breakdown_detail);
@@ -218,7 +221,6 @@ int bench_plans(int argc, const char* const* argv) {
     if (!bytes || *bytes == 0)
       throw UsageError("bench plans: --memory-budget must be a size such as 2G or 512M, not '" +
                        cli.get("memory-budget") + "'");
-    if (gpu) throw UsageError("bench plans: --memory-budget plans the CPU's memory; leave it out with --device cuda");
     memory_budget = *bytes;
   }
 
@@ -234,6 +236,7 @@ int bench_plans(int argc, const char* const* argv) {
   const DeviceIdentity identity = device_identity(device_kind);
   b.fields = identity.fields;
   b.device = identity.id;
+  b.device_kind = device_kind;
   if (gpu) b.options.clock = clock;
   std::cout << "# " << cpu_fingerprint().summary() << "\n";
   print_gpu_fingerprint(std::cout, device_kind);
@@ -325,7 +328,7 @@ int bench_plans(int argc, const char* const* argv) {
       }
       v.peaks.push_back(allocator_for(device_kind).stats().peak_bytes);
     }
-  Bench::leave_budget();
+  b.leave_budget();
 
   // 6. verify under a changed fingerprint: another "device" starting from this cache.
   std::map<std::string, std::string> changed = b.fields;

@@ -98,7 +98,7 @@ std::string MemoryBudgetFit::describe(std::size_t budget) const {
          (how.empty() ? " as planned" : " (" + how + ")");
 }
 
-MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning) {
+MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning, Device device) {
   MemoryBudgetFit fit;
   fit.recomputed_activations = recompute_activations();
   fit.predicted = planning.predict();
@@ -127,7 +127,7 @@ MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning
   }
   if (over() > 0) fail(budget, fit);
   // The optimizer's state its first step makes lives for good, outside the region.
-  Allocator& allocator = allocator_for(Device::cpu);
+  Allocator& allocator = allocator_for(device);
   const std::size_t state_live = allocator.stats().current_by_use[static_cast<int>(MemoryUse::optimizer_state)];
   const std::size_t state_to_come = at_peak(fit.predicted, MemoryUse::optimizer_state) - std::min(
       at_peak(fit.predicted, MemoryUse::optimizer_state), state_live);

@@ -38,10 +38,12 @@ struct MemoryBudgetPlanning {
   std::function<void(std::size_t)> replan;
 };
 
-// Lowers the planned step's peak until it fits `budget`, as above, and gives the allocator its
-// region. Leaves recompute_activations() on when it chose it. Throws Error when nothing fits,
-// saying by how much it is over, what the peak holds and the layers that keep the most.
-MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning);
+// Lowers the planned step's peak until it fits `budget`, as above, and gives `device`'s allocator
+// its region (on the GPU, of device memory). Leaves recompute_activations() on when it chose it.
+// Throws Error when nothing fits, saying by how much it is over, what the peak holds and the
+// layers that keep the most.
+MemoryBudgetFit fit_memory_budget(std::size_t budget, const MemoryBudgetPlanning& planning,
+                                  Device device = Device::cpu);
 
 // The planning of `model`, planned by `tuner` at `input` (the batch first), for
 // fit_memory_budget: the step predicted from `query`, and the layers planned again at `input` by

@@ -132,13 +132,14 @@ Recording record_step(Module& copy, const StepMemoryQuery& query, int batch) {
   Rng rng(1);
   Tensor images = Tensor::empty({batch, query.input[0], query.input[1], query.input[2]});
   uniform_fill(images, -1, 1, rng);
+  images = images.to(query.device);
   std::vector<std::int32_t> labels(batch);
   for (auto& label : labels) label = static_cast<std::int32_t>(rng.next_u64() % query.classes);
   const std::unordered_set<const void*> trained = trained_of(copy, query);
   take_step(copy, trained, images, labels);
   AllocationTrace trace;
   {
-    const AllocationTraceScope recorded(allocator_for(Device::cpu), trace);
+    const AllocationTraceScope recorded(allocator_for(query.device), trace);
     take_step(copy, trained, images, labels);
   }
   return {trace.events(), trace.marks()};
@@ -338,13 +339,14 @@ class Replay {
 StepPeak predict_step_peak(const StepMemoryQuery& query) {
   TUNECNN_CHECK(query.model != nullptr && query.make_model, "predict_step_peak: no model");
   TUNECNN_CHECK(query.input.size() == 3 && query.batch > 0 && query.classes > 1, "predict_step_peak: bad query");
-  const BytesByUse live_before = allocator_for(Device::cpu).stats().current_by_use;
+  const BytesByUse live_before = allocator_for(query.device).stats().current_by_use;
   std::shared_ptr<Module> copy;
   {
     const NoWeightInitGuard replaced;  // by the real weights, below: zeroed, not drawn
     copy = query.make_model();
   }
   share_parameters(*query.model, *copy);
+  copy->to(query.device);  // its buffers: the parameters are the model's, there already
   std::vector<LayerPair> layers;
   pair_layers(*query.model, *copy, "", layers);
   for (const LayerPair& layer : layers) {

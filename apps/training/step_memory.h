@@ -29,7 +29,10 @@ struct StepMemoryQuery {
   SgdOptions sgd;
   // The parameters SGD steps (--freeze-until leaves some out); empty: all of the model's.
   std::function<std::vector<NamedVariable>(Module&)> trained_parameters;
-  int batches_in_flight = 1;  // input batches alive beside the step (1: the step's own)
+  int batches_in_flight = 1;  // input batches alive beside the step on its device (1: the step's own)
+  // Where the model's parameters are and the step runs: the prediction is of that device's
+  // allocator (on the GPU, device memory; cuBLAS's and cuDNN's own handles are not in it).
+  Device device = Device::cpu;
 };
 
 struct StepPeak {

@@ -143,7 +143,8 @@ CommandLine train_command_line() {
              "the most a training step may hold at its peak (tensors, workspaces, layout copies; bytes, or "
              "with K, M or G): before the first step the planner predicts the peak and, while it is over, "
              "recomputes BatchNorm outputs and plans smaller conv workspaces; the allocator's cache is "
-             "capped there too. CPU only");
+             "capped there too. With --device cuda, of the GPU's memory (our allocator's: not cuBLAS's or "
+             "cuDNN's own)");
   cli.option("threads", "0", "CPU threads per process (0: all cores, shared among the processes "
                              "mpirun starts on this host)");
   cli.option("checkpoint-dir", "", "folder for checkpoints (last.ckpt, and previous.ckpt before it), written "

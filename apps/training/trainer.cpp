@@ -354,8 +354,6 @@ void Run::prepare_plans() {
 // of the model stepped at small batches; the plans for other batch sizes follow the same limit.
 void Run::fit_memory_budget() {
   if (o_.memory_budget == 0) return;
-  TUNECNN_CHECK(o_.device == Device::cpu, "--memory-budget plans the CPU's memory; GPU device memory is not "
-                "planned yet: leave it out with --device ", to_string(o_.device));
   TUNECNN_CHECK(!dp_.active(), "--memory-budget is not planned across ranks yet: leave it out under mpirun");
   StepMemoryQuery query = model_step_query(o_.model, *model_, data_.train->example_shape(),
                                            static_cast<int>(std::min<std::int64_t>(o_.batch_size, data_.train->size())),
@@ -365,8 +363,10 @@ void Run::fit_memory_budget() {
     std::int64_t kept = 0;
     return trained_parameters_of(copy, o_, kept);
   };
-  // The loader's queue full, one more assembled and waiting for room, and the step's own.
-  query.batches_in_flight = DataLoaderOptions{}.prefetch + 2;
+  // On the CPU the loader's queue full, one more assembled and waiting for room, and the step's
+  // own; on the GPU the step's upload alone (the loader's batches are host memory).
+  query.batches_in_flight = o_.device == Device::cpu ? DataLoaderOptions{}.prefetch + 2 : 1;
+  query.device = o_.device;
   MemoryBudgetPlanning planning{[&] { return predict_step_peak(query); }, {}};
   if (tuner_)
     planning.replan = [this](std::size_t max_workspace) {
@@ -376,8 +376,8 @@ void Run::fit_memory_budget() {
       prepare_plans();
       talk_ = talking;
     };
-  memory_fit_ = tunecnn::fit_memory_budget(o_.memory_budget, planning);
-  allocator_for(Device::cpu).reset_peak();
+  memory_fit_ = tunecnn::fit_memory_budget(o_.memory_budget, planning, o_.device);
+  allocator_for(o_.device).reset_peak();
   if (talk_) out_ << "memory budget: " << memory_fit_->describe(o_.memory_budget) << "\n";
 }
 
@@ -690,8 +690,8 @@ std::string Run::allreduce_text() const {
 // Under --memory-budget, the allocator's peak against what was predicted (the evaluation's forward
 // passes included).
 std::string Run::memory_text() const {
-  const MemoryStats stats = allocator_for(Device::cpu).stats();
-  return "memory: peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
+  const MemoryStats stats = allocator_for(o_.device).stats();
+  return std::string(o_.device == Device::cpu ? "" : "device ") + "memory: peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
          ") of the budget " + mebibytes(o_.memory_budget);
 }
 
