@@ -85,8 +85,9 @@ Variable relu_into(const Variable& x, Tensor y, double cap) {
 Variable relu(const Variable& x, double cap) { return relu_into(x, Tensor::empty_like(x.data()), cap); }
 
 Variable relu_in_place(const Variable& x, double cap) {
-  if (x.data().device() != Device::cpu) return relu(x, cap);
-  return relu_into(x, x.data(), cap);  // elementwise, so reading and writing one element is safe
+  // Elementwise on either device (the GPU kernel reads each element before writing it, with no
+  // restrict), so reading and writing one element is safe.
+  return relu_into(x, x.data(), cap);
 }
 
 std::string ReLU::describe() const {

@@ -18,7 +18,7 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, double cap = k
 Variable relu(const Variable& x, double cap = kNoCap);
 // relu() written over x's own tensor, for an x that nothing reads afterwards, its producer's
 // backward included (Module::output_reusable_in_place). The gradient is the same: backward
-// masks with the output. On the GPU it is relu().
+// masks with the output. On either device.
 Variable relu_in_place(const Variable& x, double cap = kNoCap);
 
 namespace cuda {  // the GPU versions (ops/relu.cu); callers use the functions above

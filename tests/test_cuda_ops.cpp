@@ -113,6 +113,23 @@ TEST_F(CudaOps, ReluAndRelu6MatchTheCpuBitForBit) {
     }
 }
 
+// In place on the GPU as on the CPU: the output is the input's own memory, and forward and
+// backward are the CPU's to the bit.
+TEST_F(CudaOps, ReluInPlaceWritesOverItsInputAndMatchesTheCpu) {
+  for (double cap : {kNoCap, 6.0}) {
+    const Shape shape{2, 3, 5, 7};
+    const std::string what = describe_case(cap == kNoCap ? "relu in place" : "relu6 in place", DType::f32, shape);
+    Rng rng(3);
+    Leaf x = leaf(random_tensor(shape, rng, DType::f32, -9, 9));
+    const void* input_memory = x.gpu.data().raw_data();
+    Variable yc = relu_in_place(x.cpu, cap), yg = relu_in_place(x.gpu, cap);
+    EXPECT_EQ(yg.data().raw_data(), input_memory) << what;
+    expect_matches(yg.data(), yc.data(), 0, what + " forward");
+    backward_both(yc, yg, random_tensor(shape, rng, DType::f32));
+    expect_matches(x.gpu.grad(), x.cpu.grad(), 0, what + " backward");
+  }
+}
+
 TEST_F(CudaOps, DropoutDrawsTheCpuMaskFromTheSameRngState) {
   for (DType dt : kDTypes) {
     const Shape shape{4, 3, 6, 5};
