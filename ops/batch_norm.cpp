@@ -599,8 +599,10 @@ Variable batch_norm_relu(const Variable& x, const Variable& gamma, const Variabl
                          Tensor& running_mean, Tensor& running_var, bool training,
                          const BatchNormOptions& options, double cap) {
   TUNECNN_CHECK(cap > 0, "batch_norm_relu: the cap must be positive, got ", cap);
+  // On the GPU BatchNorm's backward reads its input and statistics, never its output: the ReLU
+  // writes over it.
   if (x.data().device() != Device::cpu)
-    return relu(batch_norm(x, gamma, beta, running_mean, running_var, training, options), cap);
+    return relu_in_place(batch_norm(x, gamma, beta, running_mean, running_var, training, options), cap);
   return batch_norm_and_relu(x, gamma, beta, running_mean, running_var, training, options, cap);
 }
 

@@ -153,6 +153,47 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaTrainingStep,
                            return name;
                          });
 
+// --recompute-activations on the GPU: MobileNet's depthwise conv outputs are released after
+// BatchNorm reads them and rebuilt for its backward. The step is the kept one's (within what two
+// kept GPU steps differ by, and f32 rounding) and its device memory peak, above what was live
+// before it, is lower.
+TEST_F(CudaTraining, RecomputedDepthwiseOutputsTrainAsKeptOnesAndHoldLessOnTheGpu) {
+  const StepCase c{"mobilenet-0.25-128", {3, 128, 128}, 20, 4, 3e-3};
+  Rng data(3);
+  Tensor images = Tensor::empty({c.batch, 3, 128, 128});
+  for (std::int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = static_cast<float>(data.uniform(-1, 1));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch));
+  for (auto& label : labels) label = static_cast<std::int32_t>(data.next_u64() % static_cast<std::uint64_t>(c.classes));
+  Allocator& allocator = allocator_for(Device::cuda);
+  const auto step_peak = [&](Trainee& trainee, bool recompute) {
+    set_recompute_activations(recompute);
+    const auto train_step = [&] {  // as train steps: each parameter's update as its gradient is final
+      Variable loss = softmax_cross_entropy(trainee.model->forward(Variable(images.to(Device::cuda))), labels);
+      trainee.sgd->zero_grad();
+      trainee.sgd->backward_and_step(loss);
+    };
+    train_step();  // the first step makes the momentum buffers
+    allocator.reset_peak();
+    const std::size_t before = allocator.stats().current_bytes;  // the other trainees' too
+    train_step();
+    set_recompute_activations(false);
+    return allocator.stats().peak_bytes - before;
+  };
+  Trainee kept(c, Device::cuda), kept_again(c, Device::cuda), recomputed(c, Device::cuda);
+  const std::size_t kept_peak = step_peak(kept, false);
+  step_peak(kept_again, false);
+  const std::size_t recomputed_peak = step_peak(recomputed, true);
+  EXPECT_LT(recomputed_peak, kept_peak);
+  const auto want = kept.model->parameters(), again = kept_again.model->parameters(), got = recomputed.model->parameters();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Tensor w = want[i].second.data().to(Device::cpu);
+    const double scale = std::max(1e-3, max_abs_diff(w, Tensor::zeros_like(w)));
+    const double spread = max_abs_diff(again[i].second.data().to(Device::cpu), w);
+    EXPECT_LE(max_abs_diff(got[i].second.data().to(Device::cpu), w), std::max(c.tolerance * scale, 2 * spread))
+        << want[i].first;
+  }
+}
+
 TEST_F(CudaTraining, ModuleToMovesParametersAndBuffersInPlace) {
   Rng init(1);
   auto model = build_model("mobilenet-0.25-128", {.input_shape = {3, 128, 128}, .num_classes = 10, .dropout_rng = nullptr, .planners = {}},

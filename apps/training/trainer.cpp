@@ -258,7 +258,8 @@ void Run::setup() {
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
   if (!frozen_note_.empty()) out_ << frozen_note_ << "\n";
   if (o_.recompute_activations && o_.device != Device::cpu)
-    out_ << "note: --recompute-activations acts on the CPU only; on the GPU BatchNorm's outputs are kept\n";
+    out_ << "note: on the GPU --recompute-activations rebuilds depthwise conv outputs only; BatchNorm's outputs "
+            "and LRN's base are kept\n";
   if (initial_weights_)
     out_ << "initial weights: " << initial_weights_->source
          << (initial_weights_note_.empty() ? "" : "; " + initial_weights_note_) << "\n";

@@ -97,9 +97,9 @@ Variable conv2d(const Variable& input, const Variable& weight, const Variable& b
   Variable out(y, std::move(inputs), backward);
   // A depthwise layer's output is as cheap to make again as BatchNorm's (one pass over it, k*k
   // reads a value): rebuilt where BatchNorm's backward reads it, before this layer's backward, so
-  // from the same weights; bitwise the same values.
+  // from the same weights; bitwise the same values, on either device (its plan's forward again).
   const bool depthwise = p.g > 1 && p.g == p.ic && p.g == p.oc;
-  if (recompute_activations() && depthwise && p.device == Device::cpu && out.requires_grad())
+  if (recompute_activations() && depthwise && out.requires_grad())
     out.set_recompute([x, weight, bias, p, fwd = plan.fwd] { return forward_output(fwd, p, x, weight, bias); });
   return out;
 }
