@@ -29,6 +29,12 @@ void update_on_cuda(Tensor& p, [[maybe_unused]] const Tensor& g, [[maybe_unused]
   TUNECNN_ON_CUDA(p, cuda::sgd_update(p, g, v, o, first_step));
 }
 
+void update_range_on_cuda(Tensor& p, [[maybe_unused]] std::int64_t offset, [[maybe_unused]] const Tensor& g,
+                          [[maybe_unused]] Tensor& v, [[maybe_unused]] const SgdOptions& o,
+                          [[maybe_unused]] bool first_step) {
+  TUNECNN_ON_CUDA(p, cuda::sgd_update_range(p, offset, g, v, o, first_step));
+}
+
 }  // namespace
 
 Sgd::Sgd(std::vector<NamedVariable> parameters, SgdOptions options)
@@ -57,7 +63,7 @@ void Sgd::step_rows(const Variable& parameter, std::int64_t first_row, const Ten
   if (it == index_of_.end()) return;
   const std::size_t i = it->second;
   Tensor& p = parameters_[i].second.data();
-  TUNECNN_CHECK(p.device() == Device::cpu && rows.dtype() == p.dtype() && !p.shape().empty() &&
+  TUNECNN_CHECK(rows.device() == p.device() && rows.dtype() == p.dtype() && !p.shape().empty() &&
                     first_row >= 0 && first_row + rows.dim(0) <= p.dim(0) &&
                     rows.numel() == rows.dim(0) * (p.numel() / p.dim(0)),
                 "Sgd::step_rows: rows ", rows.describe(), " at ", first_row, " do not fit ", p.describe());
@@ -67,6 +73,8 @@ void Sgd::step_rows(const Variable& parameter, std::int64_t first_row, const Ten
     first_step_in_rows_.insert(i);
   }
   const std::int64_t offset = first_row * (p.numel() / p.dim(0));
+  if (p.device() == Device::cuda)
+    return update_range_on_cuda(p, offset, rows, velocity_[i], options_, first_step_in_rows_.count(i) > 0);
   dispatch_dtype(p.dtype(), [&]<class T>() {
     T* v = options_.momentum > 0 ? velocity_[i].data<T>() + offset : nullptr;
     apply_update<T>(p.data<T>() + offset, rows.data<T>(), v, rows.numel(), options_, first_step_in_rows_.count(i) > 0);

@@ -56,6 +56,9 @@ class Sgd {
 namespace cuda {  // the update on the GPU (core/sgd.cu); `velocity` is undefined without momentum
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& velocity, const SgdOptions& options,
                 bool first_step);
+// The same on the grad.numel() elements of param (and velocity) from `offset` on.
+void sgd_update_range(Tensor& param, std::int64_t offset, const Tensor& grad, Tensor& velocity,
+                      const SgdOptions& options, bool first_step);
 }  // namespace cuda
 
 }  // namespace tunecnn

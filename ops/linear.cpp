@@ -73,19 +73,28 @@ void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight)
   });
 }
 
+namespace {
+
+// Rows [first, first + rows.dim(0)) of dW = dy^T x into `rows`, on dy's device.
+void weight_rows(const Tensor& dy, const Tensor& x, std::int64_t first, Tensor& rows) {
+  TUNECNN_ON_CUDA(dy, cuda::linear_backward_weight_rows(dy, x, first, rows));
+  const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(x.dim(1));
+  dispatch_dtype(dy.dtype(), [&]<class T>() {
+    gemm<T>(true, false, as_int(rows.dim(0)), in, batch, T(1), dy.data<T>() + first, out, x.data<T>(), in, T(0),
+            rows.data<T>(), in);
+  });
+}
+
+}  // namespace
+
 void linear_weight_grad_in_rows(const Tensor& dy, const Tensor& x,
                                 const std::function<void(std::int64_t, const Tensor&)>& take) {
-  const std::int64_t batch = dy.dim(0), out = dy.dim(1), in = x.dim(1);
+  const std::int64_t out = dy.dim(1), in = x.dim(1);
   // About 4 MiB a block, which the update reads while it is still in cache (fc6: 113 rows of 9216).
   const std::int64_t block = std::clamp<std::int64_t>((4 << 20) / (in * dtype_size(dy.dtype())), 1, out);
   for (std::int64_t first = 0; first < out; first += block) {
-    const std::int64_t rows = std::min(block, out - first);
-    Tensor dw = Tensor::empty({rows, in}, dy.dtype());
-    dispatch_dtype(dy.dtype(), [&]<class T>() {
-      gemm<T>(true, false, static_cast<int>(rows), static_cast<int>(in), static_cast<int>(batch), T(1),
-              dy.data<T>() + first, static_cast<int>(out), x.data<T>(), static_cast<int>(in), T(0), dw.data<T>(),
-              static_cast<int>(in));
-    });
+    Tensor dw = Tensor::empty({std::min(block, out - first), in}, dy.dtype(), dy.device());
+    weight_rows(dy, x, first, dw);
     take(first, dw);
   }
 }
@@ -119,7 +128,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     }
     // After dx, which reads the weight: taking the rows may update it.
     const Variable::GradRowsFn* take = Variable::grad_rows_taker(in[1]);
-    if (take != nullptr && dy.device() == Device::cpu) {
+    if (take != nullptr) {
       linear_weight_grad_in_rows(dy, in[0].data(), [&](std::int64_t first, const Tensor& rows) { (*take)(in[1], first, rows); });
     } else if (in[1].requires_grad()) {
       Tensor dw = Tensor::empty_like(in[1].data());

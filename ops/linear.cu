@@ -46,6 +46,13 @@ void backward_weights_as(const Tensor& dy, const Tensor& x, Tensor& dweight) {
 }
 
 template <class T>
+void backward_weight_rows_as(const Tensor& dy, const Tensor& x, std::int64_t first, Tensor& rows) {
+  const int batch = as_int(dy.dim(0)), out = as_int(dy.dim(1)), in = as_int(x.dim(1));
+  gemm<T>(true, false, as_int(rows.dim(0)), in, batch, T(1), ptr<T>(dy) + first, out, ptr<T>(x), in, T(0),
+          mut_ptr<T>(rows), in);
+}
+
+template <class T>
 void backward_bias_as(const Tensor& dy, Tensor& dbias) {
   const std::int64_t batch = dy.dim(0), out = dy.dim(1);
   const T* g = ptr<T>(dy);
@@ -73,6 +80,11 @@ void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) {
 void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight) {
   if (dy.dtype() == DType::f64) return backward_weights_as<double>(dy, x, dweight);
   backward_weights_as<float>(dy, x, dweight);
+}
+
+void linear_backward_weight_rows(const Tensor& dy, const Tensor& x, std::int64_t first, Tensor& rows) {
+  if (dy.dtype() == DType::f64) return backward_weight_rows_as<double>(dy, x, first, rows);
+  backward_weight_rows_as<float>(dy, x, first, rows);
 }
 
 void linear_backward_bias(const Tensor& dy, Tensor& dbias) {

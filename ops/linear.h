@@ -12,8 +12,8 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, T
 void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx);
 void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight);
 void linear_backward_bias(const Tensor& dy, Tensor& dbias);  // column sums of dy
-// dW in blocks of rows, each handed to `take` with its first row as it is made (CPU): the
-// weight's gradient never exists whole (Variable::GradRowsFn).
+// dW in blocks of rows, each handed to `take` with its first row as it is made (on either
+// device): the weight's gradient never exists whole (Variable::GradRowsFn).
 void linear_weight_grad_in_rows(const Tensor& dy, const Tensor& x,
                                 const std::function<void(std::int64_t, const Tensor&)>& take);
 
@@ -24,6 +24,8 @@ namespace cuda {  // the GPU versions (ops/linear.cu); callers use the kernels a
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y);
 void linear_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx);
 void linear_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dweight);
+// Rows [first, first + rows.dim(0)) of dW into `rows`.
+void linear_backward_weight_rows(const Tensor& dy, const Tensor& x, std::int64_t first, Tensor& rows);
 void linear_backward_bias(const Tensor& dy, Tensor& dbias);
 }  // namespace cuda
 

@@ -18,9 +18,10 @@
 // (a_c s_c^(-beta-1) = y_c / s_c, as Caffe computes it). j is in window(c) exactly when c is in
 // [j - (n-1)/2, j + n/2], the window mirrored, so the same shifted sums serve with the padding
 // swapped. The closure keeps s; x and y are the op's input and output, which the graph keeps.
-// Under --recompute-activations (on the CPU) it does not: backward sums s again from x, unit by
-// unit exactly as forward did, so the gradient is the same to the bit for one more window sum
-// per unit, and AlexNet's two LRN layers keep half as much (116 MiB less at batch 64).
+// Under --recompute-activations it does not: backward sums s again from x, unit by unit exactly
+// as forward did (the GPU's kernel each s it reads), so the gradient is the same to the bit for
+// one more window sum per unit, and AlexNet's two LRN layers keep half as much (116 MiB less at
+// batch 64).
 #include "ops/lrn.h"
 
 #include <tbb/blocked_range.h>
@@ -257,7 +258,7 @@ Variable local_response_norm(const Variable& x, const LrnParams& params) {
   Tensor y = Tensor::empty_like(input);
   // s is needed only when backward will run, and kept only when it will not be summed again.
   const bool backward_runs = grad_enabled() && x.requires_grad();
-  const bool sums_again = recompute_activations() && input.device() == Device::cpu;
+  const bool sums_again = recompute_activations();
   Tensor base = backward_runs && !sums_again ? Tensor::empty_like(input) : Tensor();
   forward_on_device(input, y, base, params);
   if (!backward_runs) return Variable(std::move(y));

@@ -7,7 +7,9 @@
 // as two square roots as on the CPU. Backward sums g * y / s over the mirrored window
 // [j - (n-1)/2, j + n/2]:
 //   da_j = g_j s_j^-beta - 2 beta alpha/n a_j sum_{c: j in window(c)} g_c y_c / s_c.
-// Each thread writes only its own element; no tunables.
+// Each thread writes only its own element; no tunables. Without a kept base (recompute_activations)
+// backward sums each s it reads again from x, as forward summed it: n times the reads, the same
+// bits.
 #include <cmath>
 
 #include "core/cuda_elementwise.cuh"
@@ -43,6 +45,21 @@ __device__ double negative_power(double base, double beta) {
   return exp(log(base) * -beta);
 }
 
+// s of element i: k + alpha/n times the sum of a^2 over its channel's window, channel by channel
+// upwards.
+template <class T>
+__device__ T base_at(const T* in, std::int64_t i, Geometry g, T k, T scale) {
+  const std::int64_t c = (i / g.inner) % g.channels;
+  const std::int64_t first = c - g.below < 0 ? 0 : c - g.below;
+  const std::int64_t last = c + g.above >= g.channels ? g.channels - 1 : c + g.above;
+  T window = 0;
+  for (std::int64_t w = first; w <= last; ++w) {
+    const T a = in[i + (w - c) * g.inner];
+    window += a * a;
+  }
+  return window * scale + k;
+}
+
 template <class T>
 void forward_as(const Tensor& x, Tensor& y, Tensor& base, const LrnParams& p) {
   const Geometry g = geometry_of(x, p.size);
@@ -52,15 +69,7 @@ void forward_as(const Tensor& x, Tensor& y, Tensor& base, const LrnParams& p) {
   const T k = static_cast<T>(p.k), scale = static_cast<T>(p.alpha / p.size);
   const double beta = p.beta;
   launch_elementwise(x.numel(), [=] __device__(std::int64_t i) {
-    const std::int64_t c = (i / g.inner) % g.channels;
-    const std::int64_t first = c - g.below < 0 ? 0 : c - g.below;
-    const std::int64_t last = c + g.above >= g.channels ? g.channels - 1 : c + g.above;
-    T window = 0;
-    for (std::int64_t w = first; w <= last; ++w) {
-      const T a = in[i + (w - c) * g.inner];
-      window += a * a;
-    }
-    const T s = window * scale + k;
+    const T s = base_at(in, i, g, k, scale);
     out[i] = in[i] * negative_power(s, beta);
     if (keep != nullptr) keep[i] = s;
   });
@@ -72,12 +81,14 @@ void backward_as(const Tensor& x, const Tensor& y, const Tensor& base, const Ten
   const Geometry g = geometry_of(x, p.size);
   const T* in = static_cast<const T*>(x.raw_data());
   const T* out = static_cast<const T*>(y.raw_data());
-  const T* s = static_cast<const T*>(base.raw_data());
+  const T* s = base.defined() ? static_cast<const T*>(base.raw_data()) : nullptr;
   const T* grad = static_cast<const T*>(dy.raw_data());
   T* result = static_cast<T*>(dx.raw_data());
   const T coef = static_cast<T>(2 * p.beta * p.alpha / p.size);
+  const T k = static_cast<T>(p.k), scale = static_cast<T>(p.alpha / p.size);
   const double beta = p.beta;
   launch_elementwise(x.numel(), [=] __device__(std::int64_t i) {
+    const auto s_at = [&](std::int64_t at) { return s != nullptr ? s[at] : base_at(in, at, g, k, scale); };
     const std::int64_t j = (i / g.inner) % g.channels;
     // The channels whose windows hold j: the window mirrored.
     const std::int64_t first = j - g.above < 0 ? 0 : j - g.above;
@@ -85,9 +96,9 @@ void backward_as(const Tensor& x, const Tensor& y, const Tensor& base, const Ten
     T window = 0;
     for (std::int64_t c = first; c <= last; ++c) {
       const std::int64_t at = i + (c - j) * g.inner;
-      window += grad[at] * out[at] / s[at];
+      window += grad[at] * out[at] / s_at(at);
     }
-    result[i] = grad[i] * negative_power(s[i], beta) - coef * in[i] * window;
+    result[i] = grad[i] * negative_power(s_at(i), beta) - coef * in[i] * window;
   });
 }
 

@@ -30,8 +30,8 @@ struct LrnParams {
 // The output has the input's shape, dtype and layout. Training and evaluation are the same: the
 // op has no state. When the graph is recorded, forward keeps the denominator's base
 // s = k + alpha/n * sum a^2 (one tensor of the input's size) for backward, as Caffe does; the
-// power is recomputed there. Under recompute_activations() (core/variable.h) on the CPU, s is not
-// kept: backward sums it again from the input, to the same bits. Results do not depend on the thread count, and every layout sums
+// power is recomputed there. Under recompute_activations() (core/variable.h), s is not kept:
+// backward sums it again from the input, to the same bits. Results do not depend on the thread count, and every layout sums
 // in the same order, so the three agree to rounding. Throws Error for a non-4-D input or size < 1, alpha < 0, k <= 0 (the
 // base must stay positive) or a beta that is not finite.
 Variable local_response_norm(const Variable& x, const LrnParams& params = {});

@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor_math.h"
+#include "core/variable.h"
 #include "ops/batch_norm.h"
 #include "ops/dropout.h"
 #include "ops/flatten.h"
@@ -285,6 +287,34 @@ TEST_F(CudaOps, LrnMatchesTheCpuInEveryLayout) {
         backward_both(yc, yg, convert_layout(random_tensor(shape, rng, dt), layout));
         expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(dt), what + " backward");
       }
+}
+
+// Under --recompute-activations the GPU's LRN keeps no base either: its backward sums each s
+// again from the input, the same bits as with the base kept.
+TEST_F(CudaOps, LrnWithoutItsBaseGivesTheSameGradientOnTheGpu) {
+  const Shape shape{2, 7, 3, 4};
+  for (const LrnParams& p : {LrnParams{}, LrnParams{4, 0.5, 0.6, 1.5}})
+    for (Layout layout : kLayouts) {
+      const std::string what = describe_case("lrn n" + std::to_string(p.size), DType::f32, shape,
+                                             std::string(to_string(layout)));
+      Rng rng(5);
+      const Tensor input = convert_layout(random_tensor(shape, rng, DType::f32, -3, 3), layout).to(Device::cuda);
+      const Tensor probe = convert_layout(random_tensor(shape, rng, DType::f32), layout).to(Device::cuda);
+      Tensor grads[2];
+      std::size_t held[2];
+      for (bool recompute : {false, true}) {
+        set_recompute_activations(recompute);
+        Variable x(input.clone(), true);
+        const std::size_t before = allocator_for(Device::cuda).stats().current_bytes;
+        Variable y = local_response_norm(x, p);
+        held[recompute] = allocator_for(Device::cuda).stats().current_bytes - before;
+        y.backward(probe);
+        grads[recompute] = x.grad();
+      }
+      set_recompute_activations(false);
+      expect_matches(grads[1], grads[0], 0, what + " backward");
+      EXPECT_EQ(held[0] - held[1], Allocator::block_size(input.nbytes())) << what << ": the base is not kept";
+    }
 }
 
 TEST_F(CudaOps, GlobalAvgPoolMatchesTheCpuInEveryLayout) {
