@@ -599,10 +599,6 @@ Variable batch_norm_relu(const Variable& x, const Variable& gamma, const Variabl
                          Tensor& running_mean, Tensor& running_var, bool training,
                          const BatchNormOptions& options, double cap) {
   TUNECNN_CHECK(cap > 0, "batch_norm_relu: the cap must be positive, got ", cap);
-  // On the GPU BatchNorm's backward reads its input and statistics, never its output: the ReLU
-  // writes over it.
-  if (x.data().device() != Device::cpu)
-    return relu_in_place(batch_norm(x, gamma, beta, running_mean, running_var, training, options), cap);
   return batch_norm_and_relu(x, gamma, beta, running_mean, running_var, training, options, cap);
 }
 
@@ -619,7 +615,7 @@ Variable batch_norm_and_relu(const Variable& x, const Variable& gamma, const Var
   TUNECNN_CHECK(!training || v.per_channel() > 1, "batch_norm in training needs more than one ",
                 "value per channel, got input ", input.describe());
   TUNECNN_ON_CUDA(input, cuda::batch_norm(x, gamma, beta, running_mean, running_var, training,
-                                          options));
+                                          options, relu_cap));
   const std::size_t channels = static_cast<std::size_t>(v.channels);
   SavedStats saved{{std::vector<double>(channels), {}, {}, relu_cap},
                    std::vector<double>(channels),

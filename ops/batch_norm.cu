@@ -6,12 +6,18 @@
 // squared deviations from it), each reduced in double by a fixed tree, so results are the same
 // every run. The normalisation and the input gradient are elementwise kernels in double. Saved
 // for backward: the per-channel mean and 1/std, in double, on the GPU.
+// A ReLU after it (batch_norm_relu) runs over the output in place; its backward mask comes from
+// the output normalised again from the input, so backward never reads the output. Under
+// recompute_activations() the output is marked recomputable, normalised again (and clipped) from
+// the input with the forward's statistics and a copy of its gamma and beta.
 #include <cmath>
 
 #include "core/cuda_elementwise.cuh"
 #include "ops/batch_norm.h"
+#include "core/variable.h"
 #include "ops/channel_view.h"
 #include "ops/cuda_reduce.cuh"
+#include "ops/relu.h"
 
 namespace tunecnn::cuda {
 namespace {
@@ -201,6 +207,26 @@ void backward_as(std::vector<Variable>& in, const Tensor& dy, const Saved& s, bo
   in[0].add_grad(dx);
 }
 
+// The output again from the input: normalised with the forward's statistics, gamma and beta,
+// then clipped when a ReLU follows.
+template <class T>
+Tensor output_from(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Saved& s,
+                   std::optional<double> relu_cap) {
+  Tensor y = Tensor::empty_like(x);
+  normalise<T>(x, gamma, beta, s, view_of(x), y);
+  if (relu_cap) cuda::relu_forward(y, y, *relu_cap);
+  return y;
+}
+
+// dy through the ReLU: zero where the output was clipped, from the output made again.
+template <class T>
+Tensor through_relu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, const Saved& s,
+                    double cap) {
+  Tensor masked = output_from<T>(x, gamma, beta, s, cap);
+  cuda::relu_backward(masked, dy, masked, cap);  // elementwise: reads each element before writing it
+  return masked;
+}
+
 template <class T>
 Tensor forward_as(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                   Tensor& running_var, bool training, const BatchNormOptions& options, Saved& s) {
@@ -218,7 +244,7 @@ Tensor forward_as(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tens
 
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
-                    const BatchNormOptions& options) {
+                    const BatchNormOptions& options, std::optional<double> relu_cap) {
   const Tensor& input = x.data();
   Saved saved = make_saved(input.dim(1));
   const bool f64 = input.dtype() == DType::f64;
@@ -226,11 +252,25 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                                       training, options, saved)
                  : forward_as<float>(input, gamma.data(), beta.data(), running_mean, running_var,
                                      training, options, saved);
-  auto backward = [saved, training, f64](std::vector<Variable>& in, const Tensor& dy) {
-    if (f64) return backward_as<double>(in, dy, saved, training);
-    backward_as<float>(in, dy, saved, training);
+  if (relu_cap) cuda::relu_forward(y, y, *relu_cap);
+  const bool recomputable = recompute_activations();
+  // What the mask and the recompute normalise with; the parameters may be stepped before they run.
+  Tensor gamma_then, beta_then;
+  if (relu_cap || recomputable) gamma_then = gamma.data().clone(), beta_then = beta.data().clone();
+  auto backward = [saved, training, f64, relu_cap, gamma_then, beta_then](std::vector<Variable>& in, const Tensor& dy) {
+    const Tensor& x = in[0].data();
+    if (!relu_cap) return f64 ? backward_as<double>(in, dy, saved, training) : backward_as<float>(in, dy, saved, training);
+    if (f64) return backward_as<double>(in, through_relu<double>(x, dy, gamma_then, beta_then, saved, *relu_cap), saved, training);
+    backward_as<float>(in, through_relu<float>(x, dy, gamma_then, beta_then, saved, *relu_cap), saved, training);
   };
-  return Variable(std::move(y), {x, gamma, beta}, backward);
+  Variable out(std::move(y), {x, gamma, beta}, backward);
+  if (recomputable && out.requires_grad())
+    // From the Variable: a recomputable input (a depthwise conv's output) is rebuilt first.
+    out.set_recompute([x, gamma_then, beta_then, saved, relu_cap, f64] {
+      return f64 ? output_from<double>(x.data(), gamma_then, beta_then, saved, relu_cap)
+                 : output_from<float>(x.data(), gamma_then, beta_then, saved, relu_cap);
+    });
+  return out;
 }
 
 }  // namespace tunecnn::cuda

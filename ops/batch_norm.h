@@ -35,10 +35,11 @@ Variable batch_norm_relu(const Variable& x, const Variable& gamma, const Variabl
                          Tensor& running_mean, Tensor& running_var, bool training,
                          const BatchNormOptions& options, double cap);
 
-namespace cuda {  // the GPU version (ops/batch_norm.cu); callers use batch_norm()
+namespace cuda {  // the GPU version (ops/batch_norm.cu); callers use batch_norm() and batch_norm_relu()
+// With `relu_cap`, a ReLU clipped there runs over the output in place.
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta,
                     Tensor& running_mean, Tensor& running_var, bool training,
-                    const BatchNormOptions& options);
+                    const BatchNormOptions& options, std::optional<double> relu_cap = std::nullopt);
 }  // namespace cuda
 
 class BatchNorm2d : public Module {

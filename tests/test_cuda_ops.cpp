@@ -244,6 +244,42 @@ TEST_F(CudaOps, BatchNormMatchesTheCpuIncludingRunningStatisticsOverSteps) {
     }
 }
 
+// BatchNorm with its ReLU (ReLU6) on the GPU: the ReLU runs over the output in place and backward
+// masks from the output made again, as the CPU's fused op does; with recompute_activations() the
+// output is rebuilt after it was released. Each matches the CPU's fused op.
+TEST_F(CudaOps, BatchNormReluMatchesTheCpuKeptOrRecomputed) {
+  const Shape shape{4, 5, 3, 6};
+  for (bool recompute : {false, true})
+    for (double cap : {kNoCap, 6.0})
+      for (Layout layout : kLayouts) {
+        const std::string what = describe_case(std::string(cap == kNoCap ? "batch_norm_relu" : "batch_norm_relu6") +
+                                                   (recompute ? " recomputed" : ""),
+                                               DType::f32, shape, std::string(to_string(layout)));
+        set_recompute_activations(recompute);
+        Rng rng(9);
+        RunningStats stats(5, DType::f32);
+        Leaf x = leaf(convert_layout(random_tensor(shape, rng, DType::f32, -4, 8), layout));
+        Leaf gamma = leaf(random_tensor({5}, rng, DType::f32, 0.5, 1.5));
+        Leaf beta = leaf(random_tensor({5}, rng, DType::f32));
+        Variable yc = batch_norm_relu(x.cpu, gamma.cpu, beta.cpu, stats.mean_c, stats.var_c, true, {}, cap);
+        Variable yg = batch_norm_relu(x.gpu, gamma.gpu, beta.gpu, stats.mean_g, stats.var_g, true, {}, cap);
+        expect_matches(yg.data(), yc.data(), tolerance(DType::f32), what + " forward");
+        EXPECT_EQ(yg.recomputable(), recompute) << what;
+        if (recompute) {
+          const Tensor forward = yc.data().clone();
+          yg.release_data();
+          yc.release_data();
+          expect_matches(yg.data(), forward, tolerance(DType::f32), what + " rebuilt");  // data() rebuilds it
+          yg.release_data();  // and backward must not need it
+        }
+        backward_both(yc, yg, convert_layout(random_tensor(shape, rng, DType::f32), layout));
+        set_recompute_activations(false);
+        expect_matches(x.gpu.grad(), x.cpu.grad(), tolerance(DType::f32), what + " backward dx");
+        expect_matches(gamma.gpu.grad(), gamma.cpu.grad(), tolerance(DType::f32), what + " backward dgamma");
+        expect_matches(beta.gpu.grad(), beta.cpu.grad(), tolerance(DType::f32), what + " backward dbeta");
+      }
+}
+
 // More values per channel than the statistics kernels have threads (256), so each thread sums
 // several, and odd sizes everywhere.
 TEST_F(CudaOps, BatchNormMatchesTheCpuWithMoreValuesPerChannelThanThreads) {

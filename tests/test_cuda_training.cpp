@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaTrainingStep,
 // BatchNorm reads them and rebuilt for its backward. The step is the kept one's (within what two
 // kept GPU steps differ by, and f32 rounding) and its device memory peak, above what was live
 // before it, is lower.
-TEST_F(CudaTraining, RecomputedDepthwiseOutputsTrainAsKeptOnesAndHoldLessOnTheGpu) {
+TEST_F(CudaTraining, RecomputedActivationsTrainAsKeptOnesAndHoldLessOnTheGpu) {
   const StepCase c{"mobilenet-0.25-128", {3, 128, 128}, 20, 4, 3e-3};
   Rng data(3);
   Tensor images = Tensor::empty({c.batch, 3, 128, 128});

@@ -67,8 +67,8 @@ void add_recompute_activations_option(CommandLine& cli) {
   cli.flag("recompute-activations",
            "keep less for backward: BatchNorm(+ReLU) and depthwise conv outputs are released once the "
            "next layer has read them and rebuilt in backward from what is kept (one pass each; "
-           "MobileNet-224's step holds 0.47x the memory, about 10% slower), and LRN's saved base; on the "
-           "GPU the depthwise conv outputs and LRN's base, not BatchNorm's outputs");
+           "MobileNet-224's step holds 0.47x the memory, about 10% slower), and LRN's saved base; on "
+           "either device");
 }
 
 Shape parse_chw(const std::string& text, const std::string& option) {

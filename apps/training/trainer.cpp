@@ -257,9 +257,6 @@ void Run::setup() {
        << o_.weight_decay << (o_.nesterov ? " nesterov" : "") << ", schedule "
        << schedule_->describe() << ", batch " << o_.batch_size << "\n";
   if (!frozen_note_.empty()) out_ << frozen_note_ << "\n";
-  if (o_.recompute_activations && o_.device != Device::cpu)
-    out_ << "note: on the GPU --recompute-activations rebuilds depthwise conv outputs and LRN's base; "
-            "BatchNorm's outputs are kept\n";
   if (initial_weights_)
     out_ << "initial weights: " << initial_weights_->source
          << (initial_weights_note_.empty() ? "" : "; " + initial_weights_note_) << "\n";
