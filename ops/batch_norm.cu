@@ -218,12 +218,28 @@ Tensor output_from(const Tensor& x, const Tensor& gamma, const Tensor& beta, con
   return y;
 }
 
-// dy through the ReLU: zero where the output was clipped, from the output made again.
+// dy through the ReLU: zero where the output was clipped, the output made again element by
+// element as normalise() made it (one pass: x and dy read, the result written).
 template <class T>
 Tensor through_relu(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& beta, const Saved& s,
                     double cap) {
-  Tensor masked = output_from<T>(x, gamma, beta, s, cap);
-  cuda::relu_backward(masked, dy, masked, cap);  // elementwise: reads each element before writing it
+  const View v = view_of(x);
+  const T* in = ptr<T>(x);
+  const T* grad = ptr<T>(dy);
+  const T* g = ptr<T>(gamma);
+  const T* b = ptr<T>(beta);
+  const double* mean = ptr<double>(s.mean);
+  const double* invstd = ptr<double>(s.invstd);
+  Tensor masked = Tensor::empty_like(dy);
+  T* out = mut_ptr<T>(masked);
+  const bool capped = cap != kNoCap;
+  const T top = static_cast<T>(cap);
+  launch_elementwise(x.numel(), [=] __device__(std::int64_t i) {
+    const std::int64_t c = v.channel_of(i);
+    const T y = static_cast<T>((static_cast<double>(in[i]) - mean[c]) * invstd[c] * static_cast<double>(g[c]) +
+                               static_cast<double>(b[c]));
+    out[i] = (y > T(0) && (!capped || y < top)) ? grad[i] : T(0);
+  });
   return masked;
 }
 
