@@ -19,6 +19,7 @@
 #include "apps/bench/max_batch.h"
 #include "apps/bench/process_memory.h"
 #include "apps/common/cli.h"
+#include "apps/common/device_check.h"
 #include "apps/training/memory_budget.h"
 #include "apps/training/step_memory.h"
 #include "autotune/device_clock.h"
@@ -273,7 +274,7 @@ int bench_memory(int argc, const char* const* argv) {
   if (device != Device::cpu && cli.has("max-batch"))
     throw UsageError("bench memory: --max-batch searches the CPU's resident set; leave it out with --device " +
                      std::string(to_string(device)));
-  if (device != Device::cpu) device_clock(device);  // no GPU: an error before anything is printed
+  require_device(device);  // no GPU: an error that says why, before anything is printed
   allocator_for(device).set_cache_policy(allocator_cache_option(cli));
   set_recompute_activations(cli.has("recompute-activations"));
   const std::string model = cli.get("model");
