@@ -270,14 +270,19 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                                      training, options, saved);
   if (relu_cap) cuda::relu_forward(y, y, *relu_cap);
   const bool recomputable = recompute_activations();
-  // What the mask and the recompute normalise with; the parameters may be stepped before they run.
+  // The forward's gamma and beta, for the mask and the recompute, whatever the parameters hold
+  // by then (as the CPU's op keeps its per-channel affine).
   Tensor gamma_then, beta_then;
   if (relu_cap || recomputable) gamma_then = gamma.data().clone(), beta_then = beta.data().clone();
-  auto backward = [saved, training, f64, relu_cap, gamma_then, beta_then](std::vector<Variable>& in, const Tensor& dy) {
+  auto backward = [saved, training, f64, relu_cap, gamma_then, beta_then](std::vector<Variable>& in,
+                                                                          const Tensor& dy) {
     const Tensor& x = in[0].data();
-    if (!relu_cap) return f64 ? backward_as<double>(in, dy, saved, training) : backward_as<float>(in, dy, saved, training);
-    if (f64) return backward_as<double>(in, through_relu<double>(x, dy, gamma_then, beta_then, saved, *relu_cap), saved, training);
-    backward_as<float>(in, through_relu<float>(x, dy, gamma_then, beta_then, saved, *relu_cap), saved, training);
+    Tensor through = dy;  // dy through the ReLU, when there is one
+    if (relu_cap)
+      through = f64 ? through_relu<double>(x, dy, gamma_then, beta_then, saved, *relu_cap)
+                    : through_relu<float>(x, dy, gamma_then, beta_then, saved, *relu_cap);
+    if (f64) return backward_as<double>(in, through, saved, training);
+    backward_as<float>(in, through, saved, training);
   };
   Variable out(std::move(y), {x, gamma, beta}, backward);
   if (recomputable && out.requires_grad())
