@@ -689,7 +689,8 @@ std::string Run::allreduce_text() const {
 // passes included).
 std::string Run::memory_text() const {
   const MemoryStats stats = allocator_for(o_.device).stats();
-  return std::string(o_.device == Device::cpu ? "" : "device ") + "memory: peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
+  const std::string what = o_.device == Device::cpu ? "memory" : "device memory";
+  return what + ": peak " + mebibytes(stats.peak_bytes) + " (predicted " + mebibytes(memory_fit_->predicted.bytes) +
          ") of the budget " + mebibytes(o_.memory_budget);
 }
 
