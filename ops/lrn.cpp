@@ -258,8 +258,7 @@ Variable local_response_norm(const Variable& x, const LrnParams& params) {
   Tensor y = Tensor::empty_like(input);
   // s is needed only when backward will run, and kept only when it will not be summed again.
   const bool backward_runs = grad_enabled() && x.requires_grad();
-  const bool sums_again = recompute_activations();
-  Tensor base = backward_runs && !sums_again ? Tensor::empty_like(input) : Tensor();
+  Tensor base = backward_runs && !recompute_activations() ? Tensor::empty_like(input) : Tensor();
   forward_on_device(input, y, base, params);
   if (!backward_runs) return Variable(std::move(y));
   auto backward = [y, base, params](std::vector<Variable>& in, const Tensor& dy) {

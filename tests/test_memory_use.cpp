@@ -26,6 +26,7 @@
 #include "ops/softmax_cross_entropy.h"
 #include "tests/support/capture.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/row_block_steps.h"
 #include "tests/support/test_data.h"
 
 namespace tunecnn {
@@ -268,44 +269,21 @@ TEST(Sgd, SteppingInBackwardGivesTheWeightsOfAStepAfterIt) {
 // (Variable::GradRowsFn): the same weights and momentum to the bit as a step after backward, and
 // the gradient never held whole.
 TEST(Sgd, SteppingAWideLayersGradientRowBlockByRowBlockGivesTheSameStep) {
-  const auto wide_net = [](std::uint64_t seed) {
-    Rng rng(seed);
-    auto net = std::make_shared<Sequential>();
-    net->add(std::make_shared<Linear>(2048, 1024, rng)).add(std::make_shared<ReLU>()).add(std::make_shared<Linear>(1024, 10, rng));
-    return net;
-  };
-  auto after = wide_net(11), inside = wide_net(11);
-  const SgdOptions options{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true};
-  Sgd sgd_after(after->parameters(), options), sgd_inside(inside->parameters(), options);
-  Allocator& allocator = allocator_for(Device::cpu);
-  Rng data_rng(12);
-  std::size_t gradients_at_peak = 0;
-  for (int step = 0; step < 3; ++step) {
-    Tensor x = Tensor::empty({4, 2048});
-    uniform_fill(x, -1, 1, data_rng);
-    const std::vector<std::int32_t> labels{0, 3, 3, 9};
-    sgd_after.zero_grad();
-    softmax_cross_entropy(after->forward(Variable(x)), labels).backward();
-    sgd_after.step();
-    sgd_inside.zero_grad();
-    Variable loss = softmax_cross_entropy(inside->forward(Variable(x)), labels);
-    const std::size_t before = allocator.stats().current_by_use[use_index(MemoryUse::gradients)];
-    allocator.reset_peak();
-    sgd_inside.backward_and_step(loss);
-    gradients_at_peak = allocator.stats().at_peak_by_use[use_index(MemoryUse::gradients)] - before;
-  }
-  const auto a = after->parameters(), b = inside->parameters();
+  const testing::RowBlockSteps steps = testing::step_a_wide_layer_both_ways(Device::cpu);
+  const auto& a = steps.after;
+  const auto& b = steps.inside;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const Tensor& pa = a[i].second.data();
     const Tensor& pb = b[i].second.data();
     EXPECT_EQ(0, std::memcmp(pa.data<float>(), pb.data<float>(), pa.nbytes())) << a[i].first;
   }
-  const auto va = sgd_after.state(), vb = sgd_inside.state();
+  const auto& va = steps.after_momentum;
+  const auto& vb = steps.inside_momentum;
   ASSERT_EQ(va.size(), vb.size());
   for (std::size_t i = 0; i < va.size(); ++i)
     EXPECT_EQ(0, std::memcmp(va[i].second.data<float>(), vb[i].second.data<float>(), va[i].second.nbytes()))
         << va[i].first;
-  EXPECT_LE(gradients_at_peak, std::size_t{5} << 20) << "a 4 MiB block, not the 8 MiB gradient";
+  EXPECT_LE(steps.gradients_at_peak, std::size_t{5} << 20) << "a 4 MiB block, not the 8 MiB gradient";
 }
 
 TEST(Sgd, SteppingAParameterItDoesNotOwnLeavesItAlone) {

@@ -13,7 +13,6 @@
 #include "autotune/network_planner.h"
 #include "autotune/tuned_planner.h"
 #include "autotune/tuning_cache_layers.h"
-#include "datasets/data_loader.h"
 #include "models/registry.h"
 
 namespace tunecnn {
@@ -141,8 +140,7 @@ std::string fit_budget(std::size_t budget, const std::string& model_name, Sequen
   const Shape example(input.begin() + 1, input.end());
   StepMemoryQuery query = model_step_query(model_name, model, example, static_cast<int>(input[0]), classes,
                                            SgdOptions{0.01, train.momentum, train.weight_decay, train.nesterov});
-  // As train holds them: the loader's on the CPU, the step's upload alone on the GPU.
-  query.batches_in_flight = device == Device::cpu ? DataLoaderOptions{}.prefetch + 2 : 1;
+  query.batches_in_flight = train_batches_in_flight(device);
   query.device = device;
   const MemoryBudgetPlanning planning = network_budget_planning(
       query, model, input, tuner, max_workspace, [&report](const NetworkPlanReport& fitted) { report = fitted; });

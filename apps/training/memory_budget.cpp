@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "datasets/data_loader.h"
 #include "core/rng.h"
 #include "core/variable.h"
 #include "models/registry.h"
@@ -84,6 +85,10 @@ StepMemoryQuery model_step_query(const std::string& name, Module& model, const S
   query.classes = classes;
   query.sgd = sgd;
   return query;
+}
+
+int train_batches_in_flight(Device device) {
+  return device == Device::cpu ? DataLoaderOptions{}.prefetch + 2 : 1;
 }
 
 std::string mebibytes(std::size_t bytes) {

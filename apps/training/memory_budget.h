@@ -58,6 +58,11 @@ MemoryBudgetPlanning network_budget_planning(const StepMemoryQuery& query, Modul
 StepMemoryQuery model_step_query(const std::string& name, Module& model, const Shape& input, int batch, int classes,
                                  const SgdOptions& sgd);
 
+// The input batches `train` holds on `device` beside its step: on the CPU the loader's queue full,
+// one more assembled and waiting for room, and the step's own; on the GPU the step's upload alone
+// (the loader's batches are host memory). For StepMemoryQuery::batches_in_flight.
+int train_batches_in_flight(Device device);
+
 // "189.3 MiB"
 std::string mebibytes(std::size_t bytes);
 

@@ -361,9 +361,7 @@ void Run::fit_memory_budget() {
     std::int64_t kept = 0;
     return trained_parameters_of(copy, o_, kept);
   };
-  // On the CPU the loader's queue full, one more assembled and waiting for room, and the step's
-  // own; on the GPU the step's upload alone (the loader's batches are host memory).
-  query.batches_in_flight = o_.device == Device::cpu ? DataLoaderOptions{}.prefetch + 2 : 1;
+  query.batches_in_flight = train_batches_in_flight(o_.device);
   query.device = o_.device;
   MemoryBudgetPlanning planning{[&] { return predict_step_peak(query); }, {}};
   if (tuner_)
